@@ -1,0 +1,36 @@
+//! Who is calling: the client certificate presented on the TLS connection,
+//! captured once per connection and read by handlers.
+
+use std::any::Any;
+
+use actix_tls::accept::rustls_0_23::TlsStream;
+use actix_web::dev::Extensions;
+use actix_web::rt::net::TcpStream;
+
+/// The user and groups of a verified client certificate, if one was presented.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PeerIdentity {
+    /// `CN` of the certificate.
+    pub user: Option<String>,
+    /// Every `O` of the certificate.
+    pub groups: Vec<String>,
+}
+
+/// `HttpServer::on_connect` callback: records the peer's certificate identity.
+/// rustls has already verified the chain against the cluster CA.
+pub fn on_connect(conn: &dyn Any, ext: &mut Extensions) {
+    let Some(tls) = conn.downcast_ref::<TlsStream<TcpStream>>() else {
+        return;
+    };
+    let (_, session) = tls.get_ref();
+    let identity = session
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .and_then(|leaf| kemu_shared::pki::certificate_identity(leaf))
+        .map(|(user, groups)| PeerIdentity {
+            user: Some(user),
+            groups,
+        })
+        .unwrap_or_default();
+    ext.insert(identity);
+}

@@ -1,0 +1,21 @@
+//! The Kubernetes API engine behind every kemu cluster.
+//!
+//! # Layout
+//!
+//! - [`listener`]: one HTTPS listener per cluster, on the advertise host, with a
+//!   certificate from that cluster's CA; all of them served by one [`Engine`].
+//! - [`engine`]: the shared engine: routes every request of every cluster.
+//! - [`api`]: the API machinery over HTTP (so far `/version` and the health
+//!   endpoints), one file per concern.
+//! - [`identity`]: who is calling, read from the TLS connection.
+//! - [`error`]: the data plane's error enum, rendered as a `metav1.Status`.
+
+pub mod api;
+pub mod engine;
+pub mod error;
+pub mod identity;
+pub mod listener;
+
+pub use engine::Engine;
+pub use error::ApiError;
+pub use listener::{DataPlane, DataPlaneError};

@@ -1,0 +1,223 @@
+//! One HTTPS listener per cluster.
+//!
+//! Kubeconfigs written by `aws`, `gcloud` and `az` carry only a server URL and a
+//! CA, so a cluster's TLS identity is chosen by its address: each cluster gets a
+//! port of its own on the advertise host, presenting a certificate from its own
+//! CA. The port is bound synchronously when the registry asks (so the cluster's
+//! endpoint is real from the first read) and served by an actix server owned by
+//! the data plane's control thread, so it does not depend on which facade worker
+//! created the cluster.
+
+use std::collections::HashMap;
+use std::net::TcpListener;
+use std::sync::Arc;
+
+use actix_web::{App, HttpServer, dev::ServerHandle};
+use kemu_shared::{ClusterRecord, ClusterRegistry, Config, DataPlaneHook};
+use parking_lot::Mutex;
+use thiserror::Error;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::engine::{ClusterContext, Engine};
+use crate::identity;
+
+/// What starting or driving the data plane can fail with.
+#[derive(Debug, Error)]
+pub enum DataPlaneError {
+    /// The control thread could not be started.
+    #[error("data plane thread: {0}")]
+    Thread(#[from] std::io::Error),
+    /// The control thread is gone.
+    #[error("data plane stopped")]
+    Stopped,
+}
+
+enum Command {
+    Serve {
+        id: String,
+        engine: Engine,
+        listener: TcpListener,
+        tls: rustls::ServerConfig,
+    },
+    Retire {
+        id: String,
+    },
+    Shutdown {
+        done: oneshot::Sender<()>,
+    },
+}
+
+/// The data plane: the engine and the listeners of every cluster.
+#[derive(Clone)]
+pub struct DataPlane {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: Config,
+    engine: Engine,
+    commands: mpsc::UnboundedSender<Command>,
+    /// Port of each served cluster.
+    ports: Mutex<HashMap<String, u16>>,
+}
+
+impl std::fmt::Debug for DataPlane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataPlane")
+            .field("clusters", &self.inner.ports.lock().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl DataPlane {
+    /// Starts the data plane for `registry` and attaches it, which binds a
+    /// listener for every cluster already registered.
+    pub fn start(config: Config, registry: ClusterRegistry) -> Result<Self, DataPlaneError> {
+        kemu_shared::pki::install_crypto_provider();
+        let (tx, rx) = mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("kemu-dataplane".into())
+            .spawn(move || actix_rt::System::new().block_on(control_loop(rx)))?;
+        let dataplane = Self {
+            inner: Arc::new(Inner {
+                config,
+                engine: Engine::new(registry.clone()),
+                commands: tx,
+                ports: Mutex::new(HashMap::new()),
+            }),
+        };
+        registry.attach_dataplane(Arc::new(dataplane.clone()));
+        Ok(dataplane)
+    }
+
+    /// The engine serving every listener.
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    /// The port a cluster is served on, if it is.
+    pub fn port_of(&self, id: &str) -> Option<u16> {
+        self.inner.ports.lock().get(id).copied()
+    }
+
+    /// Closes every listener and stops the control thread.
+    pub async fn shutdown(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.inner.commands.send(Command::Shutdown { done }).is_ok() {
+            let _ = wait.await;
+        }
+        self.inner.ports.lock().clear();
+    }
+
+    fn bind(&self, record: &ClusterRecord) -> Result<(TcpListener, rustls::ServerConfig), String> {
+        let config = &self.inner.config;
+        let listener = TcpListener::bind((config.bind_host.as_str(), record.port.unwrap_or(0)))
+            .map_err(|e| format!("bind {}:{}: {e}", config.bind_host, record.port.unwrap_or(0)))?;
+        let mut hosts = config.serving_hosts();
+        hosts.extend(
+            [
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "kubernetes.default.svc.cluster.local",
+            ]
+            .map(String::from),
+        );
+        let now = self.inner.engine.registry().clock().now();
+        let serving = record
+            .ca
+            .serving_cert(&hosts, now)
+            .map_err(|e| e.to_string())?;
+        let tls = record
+            .ca
+            .rustls_server_config(&serving, true)
+            .map_err(|e| e.to_string())?;
+        Ok((listener, tls))
+    }
+}
+
+impl DataPlaneHook for DataPlane {
+    fn serve(&self, record: &ClusterRecord) -> Result<(String, u16), String> {
+        let host = self.inner.config.advertise_host.clone();
+        if let Some(port) = self.port_of(&record.id) {
+            return Ok((host, port));
+        }
+        let (listener, tls) = self.bind(record)?;
+        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        // The socket is bound now and queues connections until the control
+        // thread's server accepts them, so the endpoint is real from here on.
+        self.inner
+            .commands
+            .send(Command::Serve {
+                id: record.id.clone(),
+                engine: self.inner.engine.clone(),
+                listener,
+                tls,
+            })
+            .map_err(|_| DataPlaneError::Stopped.to_string())?;
+        self.inner.ports.lock().insert(record.id.clone(), port);
+        tracing::info!(cluster = %record.name, port, "cluster listener serving");
+        Ok((host, port))
+    }
+
+    fn retire(&self, id: &str) {
+        if self.inner.ports.lock().remove(id).is_some() {
+            let _ = self.inner.commands.send(Command::Retire { id: id.to_owned() });
+        }
+    }
+}
+
+async fn control_loop(mut rx: mpsc::UnboundedReceiver<Command>) {
+    let mut servers: HashMap<String, ServerHandle> = HashMap::new();
+    while let Some(cmd) = rx.recv().await {
+        match cmd {
+            Command::Serve {
+                id,
+                engine,
+                listener,
+                tls,
+            } => match start_server(id.clone(), engine, listener, tls) {
+                Ok(handle) => {
+                    servers.insert(id, handle);
+                }
+                Err(e) => tracing::error!(cluster = %id, error = %e, "cluster listener failed"),
+            },
+            Command::Retire { id } => {
+                if let Some(handle) = servers.remove(&id) {
+                    handle.stop(false).await;
+                }
+            }
+            Command::Shutdown { done } => {
+                for (_, handle) in servers.drain() {
+                    handle.stop(false).await;
+                }
+                let _ = done.send(());
+                return;
+            }
+        }
+    }
+}
+
+fn start_server(
+    id: String,
+    engine: Engine,
+    listener: TcpListener,
+    tls: rustls::ServerConfig,
+) -> std::io::Result<ServerHandle> {
+    let server = HttpServer::new(move || {
+        let cluster = ClusterContext { id: id.clone() };
+        let engine = engine.clone();
+        App::new().configure(move |cfg| engine.configure(cfg, cluster))
+    })
+    // One worker per cluster: a cluster's traffic is light, and many clusters
+    // share two cores.
+    .workers(1)
+    .disable_signals()
+    .shutdown_timeout(0)
+    .on_connect(identity::on_connect)
+    .listen_rustls_0_23(listener, tls)?
+    .run();
+    let handle = server.handle();
+    actix_rt::spawn(server);
+    Ok(handle)
+}

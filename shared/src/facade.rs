@@ -1,0 +1,63 @@
+//! The trait every cloud facade implements, and the one dispatcher that serves
+//! them: parse the request into an operation, run it, render the error in the
+//! facade's own wire format.
+
+use std::fmt::Debug;
+use std::future::Future;
+
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse, ResponseError};
+
+/// A cloud facade: one operation enum, one error enum, one handler.
+pub trait ApiHandler: Clone + 'static {
+    /// Name used in logs.
+    const API_NAME: &'static str;
+    /// One variant per operation of the cloud API.
+    type Endpoint: Debug;
+    /// The facade's error enum; its `ResponseError` impl is the one `match`
+    /// that maps errors to the wire.
+    type Error: ResponseError;
+
+    /// Decides which operation a request is, or why it is none.
+    fn parse_endpoint(&self, req: &HttpRequest) -> Result<Self::Endpoint, Self::Error>;
+
+    /// Runs one operation.
+    fn handle(
+        &self,
+        req: HttpRequest,
+        body: Bytes,
+        endpoint: Self::Endpoint,
+    ) -> impl Future<Output = Result<HttpResponse, Self::Error>>;
+}
+
+/// Mounts a facade on an actix-web service config: every request goes through
+/// [`ApiHandler::parse_endpoint`] and [`ApiHandler::handle`].
+pub fn mount<A: ApiHandler>(cfg: &mut web::ServiceConfig, api: A) {
+    cfg.app_data(web::Data::new(api))
+        // Cloud SDKs send bodies well above actix's 256 KiB default (node pool
+        // lists, policies); the clouds themselves allow a few MiB.
+        .app_data(web::PayloadConfig::new(8 << 20))
+        .default_service(web::to(dispatch::<A>));
+}
+
+async fn dispatch<A: ApiHandler>(req: HttpRequest, body: Bytes, api: web::Data<A>) -> HttpResponse {
+    let result = match api.parse_endpoint(&req) {
+        Ok(endpoint) => {
+            tracing::debug!(api = A::API_NAME, ?endpoint, "request");
+            api.handle(req.clone(), body, endpoint).await
+        }
+        Err(e) => Err(e),
+    };
+    result.unwrap_or_else(|e| {
+        tracing::info!(api = A::API_NAME, path = %path_and_query(&req), error = %e, "request failed");
+        e.error_response()
+    })
+}
+
+/// The path and query of a request as one string, for logs and error messages.
+pub fn path_and_query(req: &HttpRequest) -> String {
+    match req.query_string() {
+        "" => req.path().to_owned(),
+        q => format!("{}?{q}", req.path()),
+    }
+}

@@ -1,0 +1,361 @@
+//! The cluster registry: one record per cluster, shared by the three facades and
+//! the data plane.
+//!
+//! Lifecycle transitions that take time (provisioning, deletion) are stored as a
+//! pending transition and applied when the clock reaches them, on the next read:
+//! with a fake clock a test sees each step exactly when it advances time.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use parking_lot::RwLock;
+
+use crate::auth::{TokenAuthenticator, UserInfo};
+use crate::clock::SharedClock;
+use crate::cluster::{Cloud, ClusterId, ClusterRecord, ClusterSpec, Lifecycle, OwnerScope, Serving};
+use crate::error::RegistryError;
+use crate::pki::ClusterCa;
+
+/// How the data plane serves clusters; attached with [`ClusterRegistry::attach_dataplane`].
+pub trait DataPlaneHook: Send + Sync {
+    /// Binds (or keeps) the cluster's listener and returns the host and port it
+    /// serves on. `record.port`, when set, must be reused.
+    fn serve(&self, record: &ClusterRecord) -> Result<(String, u16), String>;
+    /// Closes the cluster's listener and forgets its objects.
+    fn retire(&self, id: &str);
+}
+
+/// The registry of every cluster of every cloud.
+#[derive(Clone)]
+pub struct ClusterRegistry {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    clock: SharedClock,
+    clusters: RwLock<BTreeMap<ClusterId, ClusterRecord>>,
+    dataplane: RwLock<Option<Arc<dyn DataPlaneHook>>>,
+    authenticators: RwLock<BTreeMap<Cloud, Arc<dyn TokenAuthenticator>>>,
+}
+
+impl std::fmt::Debug for ClusterRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterRegistry")
+            .field("clusters", &self.inner.clusters.read().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClusterRegistry {
+    /// An empty registry on `clock`, with no data plane attached.
+    pub fn new(clock: SharedClock) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                clock,
+                clusters: RwLock::new(BTreeMap::new()),
+                dataplane: RwLock::new(None),
+                authenticators: RwLock::new(BTreeMap::new()),
+            }),
+        }
+    }
+
+    /// The clock the registry runs on.
+    pub fn clock(&self) -> &SharedClock {
+        &self.inner.clock
+    }
+
+    /// Whether a data plane is attached.
+    pub fn dataplane_attached(&self) -> bool {
+        self.inner.dataplane.read().is_some()
+    }
+
+    /// Attaches the data plane and reconciles every existing cluster to its real
+    /// endpoint and CA.
+    pub fn attach_dataplane(&self, hook: Arc<dyn DataPlaneHook>) {
+        *self.inner.dataplane.write() = Some(hook);
+        let ids: Vec<ClusterId> = self.inner.clusters.read().keys().cloned().collect();
+        for id in ids {
+            self.bind(&id);
+        }
+    }
+
+    /// Registers the bearer-token authenticator for `cloud`'s clusters.
+    pub fn set_authenticator(&self, cloud: Cloud, authenticator: Arc<dyn TokenAuthenticator>) {
+        self.inner.authenticators.write().insert(cloud, authenticator);
+    }
+
+    /// Authenticates a bearer token presented to `cluster` with its cloud's
+    /// authenticator: `Ok(None)` if no authenticator recognises it.
+    pub fn authenticate_token(
+        &self,
+        cluster: &ClusterRecord,
+        token: &str,
+    ) -> Result<Option<UserInfo>, String> {
+        let authenticator = self.inner.authenticators.read().get(&cluster.cloud()).cloned();
+        match authenticator {
+            Some(a) => a.authenticate(cluster, token),
+            None => Ok(None),
+        }
+    }
+
+    /// Creates a cluster. Its CA is made here, so it exists from the first read.
+    pub fn create(&self, spec: ClusterSpec) -> Result<ClusterRecord, RegistryError> {
+        let now = self.inner.clock.now();
+        self.settle(now);
+        let key = spec.scope.identity_key();
+        if self.find_by_key(&key, &spec.name).is_some() {
+            return Err(RegistryError::AlreadyExists(spec.name));
+        }
+        let id = uuid::Uuid::new_v4().to_string();
+        let ca = ClusterCa::generate(&format!("kemu-{}-{}", spec.scope.cloud(), spec.name), now)?;
+        let (lifecycle, pending) = if spec.provisioning.is_zero() {
+            (Lifecycle::Running, None)
+        } else {
+            (
+                Lifecycle::Provisioning,
+                Some((now + to_chrono(spec.provisioning), Some(Lifecycle::Running))),
+            )
+        };
+        let record = ClusterRecord {
+            id: id.clone(),
+            scope: spec.scope,
+            name: spec.name,
+            version: spec.version,
+            lifecycle,
+            pending,
+            serving: if self.dataplane_attached() {
+                Serving::Pending
+            } else {
+                Serving::Disabled
+            },
+            port: None,
+            ca,
+            node_pools: spec.node_pools,
+            tags: spec.tags,
+            extra: spec.extra,
+            created_at: now,
+            updated_at: now,
+        };
+        {
+            let mut clusters = self.inner.clusters.write();
+            // Re-check under the write lock: two creates may race.
+            if clusters
+                .values()
+                .any(|c| c.scope.identity_key() == key && c.name == record.name)
+            {
+                return Err(RegistryError::AlreadyExists(record.name));
+            }
+            clusters.insert(id.clone(), record);
+        }
+        self.bind(&id);
+        self.get(&id)
+    }
+
+    /// The cluster with this id.
+    pub fn get(&self, id: &str) -> Result<ClusterRecord, RegistryError> {
+        self.settle(self.inner.clock.now());
+        self.inner
+            .clusters
+            .read()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| RegistryError::NotFound(id.to_owned()))
+    }
+
+    /// The cluster named `name` in `scope`.
+    pub fn find(&self, scope: &OwnerScope, name: &str) -> Result<ClusterRecord, RegistryError> {
+        self.settle(self.inner.clock.now());
+        self.find_by_key(&scope.identity_key(), name)
+            .ok_or_else(|| RegistryError::NotFound(name.to_owned()))
+    }
+
+    /// Every cluster `filter` accepts, ordered by scope then name.
+    pub fn list(&self, filter: impl Fn(&ClusterRecord) -> bool) -> Vec<ClusterRecord> {
+        self.settle(self.inner.clock.now());
+        let mut out: Vec<ClusterRecord> = self
+            .inner
+            .clusters
+            .read()
+            .values()
+            .filter(|c| filter(c))
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| (&a.scope, &a.name).cmp(&(&b.scope, &b.name)));
+        out
+    }
+
+    /// Every cluster of one cloud.
+    pub fn list_cloud(&self, cloud: Cloud) -> Vec<ClusterRecord> {
+        self.list(|c| c.cloud() == cloud)
+    }
+
+    /// Applies `change` to the cluster and stamps `updated_at`.
+    pub fn update<T>(
+        &self,
+        id: &str,
+        change: impl FnOnce(&mut ClusterRecord) -> Result<T, RegistryError>,
+    ) -> Result<(T, ClusterRecord), RegistryError> {
+        let now = self.inner.clock.now();
+        self.settle(now);
+        let mut clusters = self.inner.clusters.write();
+        let record = clusters
+            .get_mut(id)
+            .ok_or_else(|| RegistryError::NotFound(id.to_owned()))?;
+        let mut draft = record.clone();
+        let out = change(&mut draft)?;
+        draft.updated_at = now;
+        *record = draft.clone();
+        Ok((out, draft))
+    }
+
+    /// Starts deleting the cluster: it shows `Deleting` for `grace` on the clock,
+    /// then disappears and its listener closes. A zero grace removes it at once.
+    pub fn delete(&self, id: &str, grace: Duration) -> Result<ClusterRecord, RegistryError> {
+        let now = self.inner.clock.now();
+        let (_, record) = self.update(id, |c| {
+            c.lifecycle = Lifecycle::Deleting;
+            c.pending = Some((now + to_chrono(grace), None));
+            Ok(())
+        })?;
+        self.settle(now);
+        Ok(record)
+    }
+
+    /// Applies every pending transition that is due at `now`.
+    fn settle(&self, now: DateTime<Utc>) {
+        let due = |c: &ClusterRecord| c.pending.is_some_and(|(at, _)| at <= now);
+        if !self.inner.clusters.read().values().any(due) {
+            return;
+        }
+        let mut removed = Vec::new();
+        {
+            let mut clusters = self.inner.clusters.write();
+            clusters.retain(|id, c| match c.pending {
+                Some((at, to)) if at <= now => match to {
+                    Some(state) => {
+                        c.lifecycle = state;
+                        c.pending = None;
+                        c.updated_at = at;
+                        true
+                    }
+                    None => {
+                        removed.push(id.clone());
+                        false
+                    }
+                },
+                _ => true,
+            });
+        }
+        if let Some(dp) = self.inner.dataplane.read().clone() {
+            for id in removed {
+                dp.retire(&id);
+            }
+        }
+    }
+
+    fn find_by_key(&self, key: &str, name: &str) -> Option<ClusterRecord> {
+        self.inner
+            .clusters
+            .read()
+            .values()
+            .find(|c| c.scope.identity_key() == key && c.name == name)
+            .cloned()
+    }
+
+    /// Asks the data plane to serve one cluster and records where it does.
+    fn bind(&self, id: &str) {
+        let Some(dp) = self.inner.dataplane.read().clone() else {
+            return;
+        };
+        let Some(record) = self.inner.clusters.read().get(id).cloned() else {
+            return;
+        };
+        let serving = match dp.serve(&record) {
+            Ok((host, port)) => Some((Serving::Live { host, port }, Some(port))),
+            Err(e) => {
+                tracing::warn!(cluster = %record.name, error = %e, "cluster listener not bound");
+                Some((Serving::Pending, record.port))
+            }
+        };
+        if let Some((serving, port)) = serving
+            && let Some(c) = self.inner.clusters.write().get_mut(id)
+        {
+            c.serving = serving;
+            c.port = port;
+        }
+    }
+}
+
+fn to_chrono(d: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::FakeClock;
+
+    fn spec(name: &str, provisioning: u64) -> ClusterSpec {
+        ClusterSpec {
+            scope: OwnerScope::Eks {
+                account: "000000000000".into(),
+                region: "us-east-1".into(),
+            },
+            name: name.into(),
+            version: "1.34".into(),
+            node_pools: vec![],
+            tags: Default::default(),
+            provisioning: Duration::from_secs(provisioning),
+            extra: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn provisioning_and_deletion_follow_the_clock() {
+        let clock = FakeClock::at_epoch();
+        let reg = ClusterRegistry::new(clock.clone());
+        let c = reg.create(spec("a", 30)).unwrap();
+        assert_eq!(c.lifecycle, Lifecycle::Provisioning);
+        clock.advance(Duration::from_secs(29));
+        assert_eq!(reg.get(&c.id).unwrap().lifecycle, Lifecycle::Provisioning);
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(reg.get(&c.id).unwrap().lifecycle, Lifecycle::Running);
+        reg.delete(&c.id, Duration::from_secs(10)).unwrap();
+        assert_eq!(reg.get(&c.id).unwrap().lifecycle, Lifecycle::Deleting);
+        clock.advance(Duration::from_secs(10));
+        assert_eq!(reg.get(&c.id), Err(RegistryError::NotFound(c.id.clone())));
+    }
+
+    #[test]
+    fn names_are_unique_per_scope() {
+        let reg = ClusterRegistry::new(FakeClock::at_epoch());
+        reg.create(spec("a", 0)).unwrap();
+        assert_eq!(
+            reg.create(spec("a", 0)).unwrap_err(),
+            RegistryError::AlreadyExists("a".into())
+        );
+        let mut other = spec("a", 0);
+        other.scope = OwnerScope::Eks {
+            account: "000000000000".into(),
+            region: "eu-west-1".into(),
+        };
+        reg.create(other).unwrap();
+        assert_eq!(reg.list_cloud(Cloud::Eks).len(), 2);
+    }
+
+    #[test]
+    fn aks_resource_groups_compare_without_case() {
+        let reg = ClusterRegistry::new(FakeClock::at_epoch());
+        let scope = |rg: &str| OwnerScope::Aks {
+            subscription: "S".into(),
+            resource_group: rg.into(),
+            location: "westeurope".into(),
+        };
+        let mut s = spec("a", 0);
+        s.scope = scope("MyRG");
+        reg.create(s).unwrap();
+        assert!(reg.find(&scope("myrg"), "a").is_ok());
+    }
+}

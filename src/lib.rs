@@ -1,0 +1,220 @@
+//! kemu: Amazon EKS, Google GKE and Azure AKS on one machine, with one in-process
+//! Kubernetes API engine serving the clusters they create.
+//!
+//! This crate is the plugin API a host application mounts, and the engine room
+//! of the `kemu` binary.
+//!
+//! # Layout
+//!
+//! - [`Kemu`]: the shared engine: one clock, one cluster registry, one data
+//!   plane. A host mounts each facade with one call:
+//!   `App::new().configure(kemu.eks())`.
+//! - [`server`]: the standalone server the binary runs: one listener per facade
+//!   (AKS over HTTPS), the ready line, clean shutdown.
+//! - Crates: `kemu-shared` (registry, sentinel, PKI, clock), `kemu-dataplane`
+//!   (the Kubernetes API engine), `kemu-eks`, `kemu-gke`, `kemu-aks` (facades).
+//!
+//! ```no_run
+//! use actix_web::{App, HttpServer};
+//!
+//! # async fn host() -> anyhow::Result<()> {
+//! let kemu = kemu::Kemu::builder().build()?;
+//! let eks = kemu.eks();
+//! HttpServer::new(move || App::new().configure(eks.clone()))
+//!     .bind(("127.0.0.1", 0))?
+//!     .run()
+//!     .await?;
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod server;
+
+use std::sync::Arc;
+
+use actix_web::web::ServiceConfig;
+use kemu_dataplane::DataPlane;
+pub use kemu_dataplane::DataPlaneError;
+use kemu_shared::pki::{CertAndKey, ClusterCa};
+pub use kemu_shared::{
+    self as shared, Clock, ClusterRegistry, Config, FakeClock, SharedClock, SystemClock,
+};
+use parking_lot::Mutex;
+
+/// What building a [`Kemu`] can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The data plane could not start.
+    #[error(transparent)]
+    DataPlane(#[from] DataPlaneError),
+    /// kemu's own CA could not be made.
+    #[error(transparent)]
+    Pki(#[from] kemu_shared::error::PkiError),
+}
+
+/// Builds a [`Kemu`].
+#[derive(Debug)]
+pub struct KemuBuilder {
+    clock: SharedClock,
+    config: Config,
+    dataplane: bool,
+}
+
+impl KemuBuilder {
+    /// Uses `clock` for everything (a [`FakeClock`] in tests).
+    pub fn clock(mut self, clock: SharedClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Sets the advertise and bind hosts.
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Whether the data plane starts with kemu (default) or clusters show the
+    /// sentinel until [`Kemu::attach_dataplane`].
+    pub fn dataplane(mut self, enabled: bool) -> Self {
+        self.dataplane = enabled;
+        self
+    }
+
+    /// Starts the engine: registry, data plane, and kemu's own CA for its HTTPS
+    /// facades.
+    pub fn build(self) -> Result<Kemu, Error> {
+        kemu_shared::pki::install_crypto_provider();
+        let registry = ClusterRegistry::new(self.clock.clone());
+        let facade_ca = ClusterCa::generate("kemu-facade-ca", self.clock.now())?;
+        let facade_cert = facade_ca.serving_cert(&self.config.serving_hosts(), self.clock.now())?;
+        let kemu = Kemu {
+            inner: Arc::new(Inner {
+                clock: self.clock,
+                config: self.config,
+                registry,
+                dataplane: Mutex::new(None),
+                facade_ca,
+                facade_cert,
+            }),
+        };
+        if self.dataplane {
+            kemu.attach_dataplane()?;
+        }
+        Ok(kemu)
+    }
+}
+
+/// The shared engine: one clock, one registry, one data plane, shared by every
+/// facade a host mounts. Cheap to clone.
+#[derive(Clone)]
+pub struct Kemu {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    clock: SharedClock,
+    config: Config,
+    registry: ClusterRegistry,
+    dataplane: Mutex<Option<DataPlane>>,
+    facade_ca: ClusterCa,
+    facade_cert: CertAndKey,
+}
+
+impl std::fmt::Debug for Kemu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kemu")
+            .field("registry", &self.inner.registry)
+            .field("dataplane", &self.dataplane_live())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Kemu {
+    /// A builder on the system clock, loopback addresses, data plane on.
+    pub fn builder() -> KemuBuilder {
+        KemuBuilder {
+            clock: SystemClock::shared(),
+            config: Config::default(),
+            dataplane: true,
+        }
+    }
+
+    /// The cluster registry every facade shares.
+    pub fn registry(&self) -> &ClusterRegistry {
+        &self.inner.registry
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &SharedClock {
+        &self.inner.clock
+    }
+
+    /// The start-up configuration.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Whether the data plane is attached.
+    pub fn dataplane_live(&self) -> bool {
+        self.inner.dataplane.lock().is_some()
+    }
+
+    /// The data plane, if attached.
+    pub fn dataplane(&self) -> Option<DataPlane> {
+        self.inner.dataplane.lock().clone()
+    }
+
+    /// Starts the data plane if it is not running; every cluster is reconciled to
+    /// its real endpoint and CA.
+    pub fn attach_dataplane(&self) -> Result<(), Error> {
+        let mut slot = self.inner.dataplane.lock();
+        if slot.is_none() {
+            *slot = Some(DataPlane::start(
+                self.inner.config.clone(),
+                self.inner.registry.clone(),
+            )?);
+        }
+        Ok(())
+    }
+
+    /// Mounts the EKS facade: `App::new().configure(kemu.eks())`.
+    pub fn eks(&self) -> impl Fn(&mut ServiceConfig) + Clone + Send + 'static {
+        let facade = kemu_eks::Eks::new(self.inner.registry.clone());
+        move |cfg| facade.clone().configure(cfg)
+    }
+
+    /// Mounts the GKE facade: `App::new().configure(kemu.gke())`.
+    pub fn gke(&self) -> impl Fn(&mut ServiceConfig) + Clone + Send + 'static {
+        let facade = kemu_gke::Gke::new(self.inner.registry.clone());
+        move |cfg| facade.clone().configure(cfg)
+    }
+
+    /// Mounts the AKS facade: `App::new().configure(kemu.aks())`. Serve it over
+    /// HTTPS ([`Kemu::facade_tls`]): `az` refuses plain HTTP.
+    pub fn aks(&self) -> impl Fn(&mut ServiceConfig) + Clone + Send + 'static {
+        let facade = kemu_aks::Aks::new(self.inner.registry.clone());
+        move |cfg| facade.clone().configure(cfg)
+    }
+
+    /// kemu's own CA, PEM: what clients of the HTTPS facades must trust.
+    pub fn facade_ca_pem(&self) -> &str {
+        self.inner.facade_ca.cert_pem()
+    }
+
+    /// A rustls configuration for an HTTPS facade listener, with a certificate
+    /// from kemu's own CA covering loopback and the advertise host.
+    pub fn facade_tls(&self) -> Result<rustls::ServerConfig, Error> {
+        Ok(self
+            .inner
+            .facade_ca
+            .rustls_server_config(&self.inner.facade_cert, false)?)
+    }
+
+    /// Closes every cluster listener.
+    pub async fn shutdown(&self) {
+        let dataplane = self.inner.dataplane.lock().take();
+        if let Some(dp) = dataplane {
+            dp.shutdown().await;
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! `kemu`: EKS, GKE and AKS facades and their clusters' Kubernetes API, in one
+//! process with in-memory state.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+use kemu::server::{self, Listeners};
+use kemu::{Config, Kemu};
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Emulates Amazon EKS, Google GKE and Azure AKS on this machine.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    /// Address the facades and cluster listeners bind to.
+    #[arg(long, env = "KEMU_BIND_HOST", default_value = "127.0.0.1")]
+    bind_host: String,
+    /// Host put in cluster endpoints and certificates (default: the bind host,
+    /// or 127.0.0.1 for a wildcard bind).
+    #[arg(long, env = "KEMU_ADVERTISE_HOST")]
+    advertise_host: Option<String>,
+    /// EKS facade port (HTTP); 0 picks a free one.
+    #[arg(long, env = "KEMU_EKS_PORT", default_value_t = 4750)]
+    eks_port: u16,
+    /// GKE facade port (HTTP); 0 picks a free one.
+    #[arg(long, env = "KEMU_GKE_PORT", default_value_t = 4751)]
+    gke_port: u16,
+    /// AKS facade port (HTTPS); 0 picks a free one.
+    #[arg(long, env = "KEMU_AKS_PORT", default_value_t = 4752)]
+    aks_port: u16,
+    /// Run the facades only: clusters show the sentinel endpoint and no CA.
+    #[arg(long, env = "KEMU_NO_DATAPLANE")]
+    no_dataplane: bool,
+    /// Directory for files kemu hands to clients (the facades' CA bundle).
+    #[arg(long, env = "KEMU_RUN_DIR")]
+    run_dir: Option<PathBuf>,
+    /// Log format.
+    #[arg(long, env = "KEMU_LOG_FORMAT", value_enum, default_value = "text")]
+    log_format: LogFormat,
+    /// Log filter, in `tracing` env-filter syntax.
+    #[arg(long, env = "KEMU_LOG", default_value = "warn,kemu=info")]
+    log: String,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    init_logging(&cli);
+    actix_rt::System::new().block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let advertise_host = cli.advertise_host.clone().unwrap_or_else(|| {
+        match cli.bind_host.as_str() {
+            "0.0.0.0" | "::" => "127.0.0.1".to_owned(),
+            h => h.to_owned(),
+        }
+    });
+    let kemu = Kemu::builder()
+        .config(Config {
+            advertise_host,
+            bind_host: cli.bind_host.clone(),
+        })
+        .dataplane(!cli.no_dataplane)
+        .build()?;
+    let run_dir = cli
+        .run_dir
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("kemu-{}", std::process::id())));
+    let running = server::start(
+        kemu,
+        &Listeners {
+            bind_host: cli.bind_host.clone(),
+            eks_port: cli.eks_port,
+            gke_port: cli.gke_port,
+            aks_port: cli.aks_port,
+            run_dir,
+        },
+    )?;
+    println!("{}", serde_json::to_string(&running.ready)?);
+    eprintln!("{}", hint(&running.ready));
+
+    wait_for_signal().await;
+    tracing::info!("shutting down");
+    running.stop().await;
+    Ok(())
+}
+
+fn hint(ready: &server::ReadyLine) -> String {
+    format!(
+        "kemu is ready.\n  \
+         aws:    AWS_ENDPOINT_URL_EKS={} AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x aws eks list-clusters\n  \
+         gcloud: CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER={}/ CLOUDSDK_AUTH_ACCESS_TOKEN=x gcloud container clusters list\n  \
+         az:     REQUESTS_CA_BUNDLE={} az cloud register -n kemu --endpoint-resource-manager {}/",
+        ready.eks, ready.gke, ready.ca_bundle, ready.aks
+    )
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn init_logging(cli: &Cli) {
+    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}

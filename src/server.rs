@@ -1,0 +1,148 @@
+//! The standalone server: one listener per facade (AKS over HTTPS, as `az`
+//! requires), all on one [`Kemu`], and the machine-readable ready line.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+
+use actix_web::dev::{Server, ServerHandle};
+use actix_web::web::ServiceConfig;
+use actix_web::{App, HttpServer};
+use serde::{Deserialize, Serialize};
+
+use crate::Kemu;
+
+/// Where each facade listens. Port 0 picks a free port.
+#[derive(Debug, Clone)]
+pub struct Listeners {
+    /// Address the facades bind to.
+    pub bind_host: String,
+    /// EKS facade port (HTTP).
+    pub eks_port: u16,
+    /// GKE facade port (HTTP).
+    pub gke_port: u16,
+    /// AKS facade port (HTTPS).
+    pub aks_port: u16,
+    /// Directory for files kemu hands to clients (the CA bundle).
+    pub run_dir: PathBuf,
+}
+
+/// The line printed on stdout once every listener is bound.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ReadyLine {
+    /// Always `ready`.
+    pub kemu: String,
+    /// kemu's version.
+    pub version: String,
+    /// EKS facade base URL.
+    pub eks: String,
+    /// GKE facade base URL.
+    pub gke: String,
+    /// AKS facade base URL (HTTPS).
+    pub aks: String,
+    /// `live` or `disabled`.
+    pub dataplane: String,
+    /// PEM file of the CA the HTTPS facades present.
+    pub ca_bundle: String,
+}
+
+/// A running standalone server.
+pub struct Running {
+    /// What was printed (or is to be printed) as the ready line.
+    pub ready: ReadyLine,
+    kemu: Kemu,
+    handles: Vec<ServerHandle>,
+}
+
+impl std::fmt::Debug for Running {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Running").field("ready", &self.ready).finish_non_exhaustive()
+    }
+}
+
+impl Running {
+    /// The engine behind the listeners.
+    pub fn kemu(&self) -> &Kemu {
+        &self.kemu
+    }
+
+    /// Stops the facades and closes every cluster listener.
+    pub async fn stop(self) {
+        for handle in &self.handles {
+            handle.stop(true).await;
+        }
+        self.kemu.shutdown().await;
+    }
+}
+
+/// Binds every facade listener of `kemu` and starts serving; must run inside an
+/// actix system (the binary's `main`, or `#[actix_web::test]`).
+pub fn start(kemu: Kemu, listeners: &Listeners) -> anyhow::Result<Running> {
+    std::fs::create_dir_all(&listeners.run_dir)?;
+    let ca_bundle = listeners.run_dir.join("ca.pem");
+    std::fs::write(&ca_bundle, kemu.facade_ca_pem())?;
+
+    let bind = |port: u16| TcpListener::bind((listeners.bind_host.as_str(), port));
+    let (eks_l, gke_l, aks_l) = (
+        bind(listeners.eks_port)?,
+        bind(listeners.gke_port)?,
+        bind(listeners.aks_port)?,
+    );
+    let url = |scheme: &str, l: &TcpListener| -> std::io::Result<String> {
+        let port = l.local_addr()?.port();
+        let host = advertised(&kemu.config().advertise_host);
+        Ok(format!("{scheme}://{host}:{port}"))
+    };
+    let ready = ReadyLine {
+        kemu: "ready".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        eks: url("http", &eks_l)?,
+        gke: url("http", &gke_l)?,
+        aks: url("https", &aks_l)?,
+        dataplane: if kemu.dataplane_live() { "live" } else { "disabled" }.into(),
+        ca_bundle: ca_bundle.display().to_string(),
+    };
+
+    let servers = vec![
+        serve_facade(kemu.eks(), eks_l, None)?,
+        serve_facade(kemu.gke(), gke_l, None)?,
+        serve_facade(kemu.aks(), aks_l, Some(kemu.facade_tls()?))?,
+    ];
+    let handles = servers
+        .into_iter()
+        .map(|server| {
+            let handle = server.handle();
+            actix_rt::spawn(server);
+            handle
+        })
+        .collect();
+    Ok(Running {
+        ready,
+        kemu,
+        handles,
+    })
+}
+
+fn serve_facade(
+    mount: impl Fn(&mut ServiceConfig) + Clone + Send + 'static,
+    listener: TcpListener,
+    tls: Option<rustls::ServerConfig>,
+) -> std::io::Result<Server> {
+    let server = HttpServer::new(move || App::new().configure(mount.clone()))
+        .workers(1)
+        .disable_signals()
+        .shutdown_timeout(1);
+    Ok(match tls {
+        Some(tls) => server.listen_rustls_0_23(listener, tls)?.run(),
+        None => server.listen(listener)?.run(),
+    })
+}
+
+/// The host clients should use: a wildcard bind is reached over loopback.
+fn advertised(host: &str) -> String {
+    match host {
+        "0.0.0.0" | "" => "127.0.0.1".into(),
+        "::" => "[::1]".into(),
+        h if h.contains(':') => format!("[{h}]"),
+        h => h.into(),
+    }
+}

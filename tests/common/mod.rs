@@ -1,0 +1,133 @@
+//! Helpers shared by the end-to-end tests: isolated environments for the real
+//! CLIs, cluster specs, kubeconfigs.
+#![allow(dead_code, missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use kemu::shared::kubeconfig::{self, UserAuth};
+use kemu::shared::{ClusterRecord, ClusterSpec, OwnerScope, advertise};
+
+/// A temporary HOME with its own kubeconfig and CLI config dirs.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// A command for a real CLI, isolated from the user's configuration.
+    /// Fails the test if the tool is not installed.
+    pub fn command(&self, tool: &str) -> Command {
+        which(tool);
+        let mut cmd = Command::new(tool);
+        let home = self.dir.path();
+        cmd.env("HOME", home)
+            .env("KUBECONFIG", home.join("kubeconfig"))
+            .env("AWS_CONFIG_FILE", home.join("aws-config"))
+            .env("AWS_SHARED_CREDENTIALS_FILE", home.join("aws-credentials"))
+            .env("CLOUDSDK_CONFIG", home.join("gcloud"))
+            .env("AZURE_CONFIG_DIR", home.join("azure"))
+            .env_remove("AWS_CA_BUNDLE")
+            .env_remove("REQUESTS_CA_BUNDLE")
+            .env_remove("CURL_CA_BUNDLE")
+            .stdin(std::process::Stdio::null());
+        cmd
+    }
+
+    /// Runs kubectl with `args` against `kubeconfig`.
+    pub fn kubectl(&self, kubeconfig: &Path, args: &[&str]) -> Output {
+        self.command("kubectl")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--request-timeout=20s")
+            .args(args)
+            .output()
+            .expect("run kubectl")
+    }
+}
+
+/// Panics with a clear message if `tool` is not on PATH: a test that needs a
+/// tool it cannot find fails.
+pub fn which(tool: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(tool))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{tool} is not installed; the README's test command installs it"))
+}
+
+pub fn eks_spec(name: &str) -> ClusterSpec {
+    ClusterSpec {
+        scope: OwnerScope::Eks {
+            account: "000000000000".into(),
+            region: "us-east-1".into(),
+        },
+        name: name.into(),
+        version: "1.34".into(),
+        node_pools: vec![],
+        tags: Default::default(),
+        provisioning: Duration::ZERO,
+        extra: serde_json::Value::Null,
+    }
+}
+
+/// A kubeconfig holding only the server URL, `ca_pem` and a client certificate
+/// for `cluster`, written to `path`.
+pub fn write_kubeconfig(
+    path: &Path,
+    cluster: &ClusterRecord,
+    ca_pem: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) {
+    let advertised = advertise(cluster);
+    let server = advertised.server_url().expect("cluster endpoint");
+    let cert = cluster
+        .ca
+        .client_cert("kemu-admin", &["system:masters".into()], now)
+        .expect("client cert");
+    let text = kubeconfig::render(
+        &cluster.name,
+        &server,
+        ca_pem,
+        "kemu-admin",
+        &UserAuth::ClientCert {
+            cert_pem: cert.cert_pem,
+            key_pem: cert.key_pem,
+        },
+    );
+    std::fs::write(path, text).expect("write kubeconfig");
+}
+
+/// An HTTP client for plain-HTTP facades.
+pub fn http_client() -> reqwest::Client {
+    kemu::shared::pki::install_crypto_provider();
+    reqwest::Client::new()
+}
+
+/// An HTTP client trusting `ca_pem` only.
+pub fn https_client(ca_pem: &str) -> reqwest::Client {
+    kemu::shared::pki::install_crypto_provider();
+    reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(ca_pem.as_bytes()).expect("ca")])
+        .build()
+        .expect("client")
+}
+
+pub fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
