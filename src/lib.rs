@@ -58,9 +58,16 @@ pub struct KemuBuilder {
     clock: SharedClock,
     config: Config,
     dataplane: bool,
+    eks: kemu_eks::Settings,
 }
 
 impl KemuBuilder {
+    /// Sets how the EKS facade behaves (provisioning delay, accepted keys).
+    pub fn eks_settings(mut self, settings: kemu_eks::Settings) -> Self {
+        self.eks = settings;
+        self
+    }
+
     /// Uses `clock` for everything (a [`FakeClock`] in tests).
     pub fn clock(mut self, clock: SharedClock) -> Self {
         self.clock = clock;
@@ -87,6 +94,10 @@ impl KemuBuilder {
         let registry = ClusterRegistry::new(self.clock.clone());
         let facade_ca = ClusterCa::generate("kemu-facade-ca", self.clock.now())?;
         let facade_cert = facade_ca.serving_cert(&self.config.serving_hosts(), self.clock.now())?;
+        // One EKS facade for every mount: its state (node groups, access
+        // entries…) and the token authenticator reading it are shared.
+        let eks = kemu_eks::Eks::with_settings(registry.clone(), self.eks);
+        registry.set_authenticator(kemu_shared::Cloud::Eks, Arc::new(eks.authenticator()));
         let kemu = Kemu {
             inner: Arc::new(Inner {
                 clock: self.clock,
@@ -95,6 +106,7 @@ impl KemuBuilder {
                 dataplane: Mutex::new(None),
                 facade_ca,
                 facade_cert,
+                eks,
             }),
         };
         if self.dataplane {
@@ -118,6 +130,7 @@ struct Inner {
     dataplane: Mutex<Option<DataPlane>>,
     facade_ca: ClusterCa,
     facade_cert: CertAndKey,
+    eks: kemu_eks::Eks,
 }
 
 impl std::fmt::Debug for Kemu {
@@ -136,6 +149,7 @@ impl Kemu {
             clock: SystemClock::shared(),
             config: Config::default(),
             dataplane: true,
+            eks: kemu_eks::Settings::default(),
         }
     }
 
@@ -179,7 +193,7 @@ impl Kemu {
 
     /// Mounts the EKS facade: `App::new().configure(kemu.eks())`.
     pub fn eks(&self) -> impl Fn(&mut ServiceConfig) + Clone + Send + 'static {
-        let facade = kemu_eks::Eks::new(self.inner.registry.clone());
+        let facade = self.inner.eks.clone();
         move |cfg| facade.clone().configure(cfg)
     }
 

@@ -1,5 +1,6 @@
 //! EKS errors, mapped to the wire in one `match`: the code in the
-//! `x-amzn-ErrorType` header (botocore reads it), the text in `{"message"}`.
+//! `x-amzn-ErrorType` header (botocore reads it; the waiters match on it), the
+//! text in `{"message"}`, the status the model gives each code.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
@@ -10,22 +11,31 @@ use thiserror::Error;
 /// Everything an EKS request can fail with.
 #[derive(Debug, Error)]
 pub enum Error {
-    /// No such cluster (or node group, add-on, …).
+    /// No such cluster, node group, add-on, profile, update or entry (404).
     #[error("{0}")]
     ResourceNotFound(String),
-    /// The resource exists already or is busy.
+    /// No resource with that ARN, for the tag APIs only (404).
+    #[error("{0}")]
+    NotFound(String),
+    /// The resource exists already or is busy (409).
     #[error("{0}")]
     ResourceInUse(String),
-    /// A parameter is invalid.
+    /// A parameter is invalid (400).
     #[error("{0}")]
     InvalidParameter(String),
-    /// The request is invalid in the resource's current state.
+    /// The request is invalid in the resource's current state (400).
     #[error("{0}")]
     InvalidRequest(String),
-    /// No operation has this method and path.
+    /// A malformed request to the tag APIs, or a body that is not JSON (400).
+    #[error("{0}")]
+    BadRequest(String),
+    /// A quota is reached (400).
+    #[error("{0}")]
+    ResourceLimitExceeded(String),
+    /// No operation has this method and path (404).
     #[error("Unknown operation {0}")]
     UnknownOperation(String),
-    /// kemu failed.
+    /// kemu failed (500).
     #[error("{0}")]
     Server(String),
 }
@@ -34,9 +44,12 @@ impl Error {
     fn code(&self) -> &'static str {
         match self {
             Error::ResourceNotFound(_) => "ResourceNotFoundException",
+            Error::NotFound(_) => "NotFoundException",
             Error::ResourceInUse(_) => "ResourceInUseException",
             Error::InvalidParameter(_) => "InvalidParameterException",
             Error::InvalidRequest(_) => "InvalidRequestException",
+            Error::BadRequest(_) => "BadRequestException",
+            Error::ResourceLimitExceeded(_) => "ResourceLimitExceededException",
             Error::UnknownOperation(_) => "UnknownOperationException",
             Error::Server(_) => "ServerException",
         }
@@ -61,9 +74,14 @@ impl From<RegistryError> for Error {
 impl ResponseError for Error {
     fn status_code(&self) -> StatusCode {
         match self {
-            Error::ResourceNotFound(_) | Error::UnknownOperation(_) => StatusCode::NOT_FOUND,
+            Error::ResourceNotFound(_) | Error::NotFound(_) | Error::UnknownOperation(_) => {
+                StatusCode::NOT_FOUND
+            }
             Error::ResourceInUse(_) => StatusCode::CONFLICT,
-            Error::InvalidParameter(_) | Error::InvalidRequest(_) => StatusCode::BAD_REQUEST,
+            Error::InvalidParameter(_)
+            | Error::InvalidRequest(_)
+            | Error::BadRequest(_)
+            | Error::ResourceLimitExceeded(_) => StatusCode::BAD_REQUEST,
             Error::Server(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
