@@ -14,6 +14,12 @@ pub enum ApiError {
     /// The cluster behind this listener no longer exists.
     #[error("cluster {0} not found")]
     ClusterGone(String),
+    /// No valid credential was presented.
+    #[error("Unauthorized")]
+    Unauthorized,
+    /// The caller may not do this.
+    #[error("{0}")]
+    Forbidden(String),
     /// The method is not allowed on the path.
     #[error("the server does not allow this method on the requested resource")]
     MethodNotAllowed,
@@ -27,6 +33,8 @@ impl ApiError {
     fn reason(&self) -> &'static str {
         match self {
             ApiError::NotFound | ApiError::ClusterGone(_) => "NotFound",
+            ApiError::Unauthorized => "Unauthorized",
+            ApiError::Forbidden(_) => "Forbidden",
             ApiError::MethodNotAllowed => "MethodNotAllowed",
             ApiError::Internal(_) => "InternalError",
         }
@@ -37,6 +45,8 @@ impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {
             ApiError::NotFound | ApiError::ClusterGone(_) => StatusCode::NOT_FOUND,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
