@@ -7,7 +7,9 @@ use crate::error::ApiError;
 pub mod discovery;
 pub mod health;
 pub mod openapi;
+pub mod protobuf;
 pub mod resource;
+pub mod table;
 pub mod version;
 pub mod whoami;
 
