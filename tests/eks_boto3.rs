@@ -13,10 +13,13 @@ use kemu::Kemu;
 fn script(sandbox: &Sandbox, endpoint: &str, mode: &str) -> std::process::Output {
     let mut cmd = sandbox.command("python3");
     aws_env(&mut cmd, endpoint, "test");
-    cmd.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/eks_boto3.py"))
-        .arg(mode)
-        .output()
-        .expect("run python3")
+    cmd.arg(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/py/eks_boto3.py"
+    ))
+    .arg(mode)
+    .output()
+    .expect("run python3")
 }
 
 #[actix_web::test]
@@ -27,7 +30,11 @@ async fn boto3_flow_with_waiters() {
     blocking(move || {
         let out = script(&sandbox, &endpoint, "flow");
         assert!(out.status.success(), "{}", text(&out));
-        assert!(String::from_utf8_lossy(&out.stdout).contains("flow ok"), "{}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("flow ok"),
+            "{}",
+            text(&out)
+        );
     })
     .await;
     running.stop().await;
@@ -43,7 +50,11 @@ async fn boto3_every_operation_of_the_model() {
         assert!(out.status.success(), "{}", text(&out));
         let results: std::collections::BTreeMap<String, String> =
             serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
-        assert_eq!(results.len(), 64, "botocore 1.43's EKS model has 64 operations");
+        assert_eq!(
+            results.len(),
+            64,
+            "botocore 1.43's EKS model has 64 operations"
+        );
         let failed: Vec<_> = results.iter().filter(|(_, r)| *r != "ok").collect();
         assert!(failed.is_empty(), "operations that failed: {failed:?}");
     })

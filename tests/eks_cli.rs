@@ -39,28 +39,45 @@ async fn clusters_kubeconfig_and_kubectl() {
 }
 
 fn cluster_flow(aws: &Aws, sandbox: &Sandbox) {
-    let created = create(&aws, "demo");
+    let created = create(aws, "demo");
     let c = &created["cluster"];
     assert_eq!(c["arn"], "arn:aws:eks:us-east-1:000000000000:cluster/demo");
     assert_eq!(c["version"], "1.32");
-    assert!(c["createdAt"].is_f64() || c["createdAt"].is_u64(), "epoch seconds: {c}");
-    assert!(c["identity"]["oidc"]["issuer"].as_str().unwrap().starts_with("https://oidc.eks.us-east-1.amazonaws.com/id/"));
+    assert!(
+        c["createdAt"].is_f64() || c["createdAt"].is_u64(),
+        "epoch seconds: {c}"
+    );
+    assert!(
+        c["identity"]["oidc"]["issuer"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://oidc.eks.us-east-1.amazonaws.com/id/")
+    );
     // The waiter passes on its first poll (each extra poll costs 30 s).
     aws.ok(&["wait", "cluster-active", "--name", "demo"]);
     let described = aws.json(&["describe-cluster", "--name", "demo"]);
     let d = &described["cluster"];
     assert_eq!(d["status"], "ACTIVE");
-    assert!(d["endpoint"].as_str().unwrap().starts_with("https://127.0.0.1:"), "{d}");
+    assert!(
+        d["endpoint"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://127.0.0.1:"),
+        "{d}"
+    );
     assert!(d["certificateAuthority"]["data"].is_string(), "{d}");
     assert_eq!(d["tags"]["team"], "a");
     assert_eq!(d["resourcesVpcConfig"]["subnetIds"][1], "subnet-b");
 
     // Pagination: --page-size 2 pages through all four and merges them.
     for n in ["b", "c", "d"] {
-        create(&aws, n);
+        create(aws, n);
     }
     let listed = aws.json(&["list-clusters", "--page-size", "2"]);
-    assert_eq!(listed["clusters"], serde_json::json!(["b", "c", "d", "demo"]));
+    assert_eq!(
+        listed["clusters"],
+        serde_json::json!(["b", "c", "d", "demo"])
+    );
     let page = aws.json(&["list-clusters", "--no-paginate", "--max-results", "3"]);
     assert_eq!(page["clusters"].as_array().unwrap().len(), 3);
     assert!(page["nextToken"].is_string());
@@ -68,14 +85,36 @@ fn cluster_flow(aws: &Aws, sandbox: &Sandbox) {
     // Errors in EKS's own wire format.
     let out = aws.eks(&["describe-cluster", "--name", "nope"]);
     assert_eq!(out.status.code(), Some(255), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("(ResourceNotFoundException)"), "{}", text(&out));
-    let out = aws.eks(&["create-cluster", "--name", "demo", "--role-arn", ROLE, "--resources-vpc-config", "subnetIds=subnet-a"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("(ResourceNotFoundException)"),
+        "{}",
+        text(&out)
+    );
+    let out = aws.eks(&[
+        "create-cluster",
+        "--name",
+        "demo",
+        "--role-arn",
+        ROLE,
+        "--resources-vpc-config",
+        "subnetIds=subnet-a",
+    ]);
     assert_eq!(out.status.code(), Some(255));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("(ResourceInUseException)"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("(ResourceInUseException)"),
+        "{}",
+        text(&out)
+    );
 
     // update-kubeconfig, then kubectl through the exec token.
     let kc = sandbox.path("eks.kubeconfig");
-    aws.ok(&["update-kubeconfig", "--name", "demo", "--kubeconfig", kc.to_str().unwrap()]);
+    aws.ok(&[
+        "update-kubeconfig",
+        "--name",
+        "demo",
+        "--kubeconfig",
+        kc.to_str().unwrap(),
+    ]);
     let out = aws.kubectl(&kc, &["get", "--raw", "/version"]);
     assert!(out.status.success(), "{}", text(&out));
     let version: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -84,17 +123,44 @@ fn cluster_flow(aws: &Aws, sandbox: &Sandbox) {
     let out = aws.kubectl(&kc, &["auth", "whoami", "-o", "json"]);
     assert!(out.status.success(), "{}", text(&out));
     let who: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(who["status"]["userInfo"]["username"], "arn:aws:iam::000000000000:user/test", "{who}");
+    assert_eq!(
+        who["status"]["userInfo"]["username"], "arn:aws:iam::000000000000:user/test",
+        "{who}"
+    );
     let groups = who["status"]["userInfo"]["groups"].to_string();
-    assert!(groups.contains("system:masters") && groups.contains("system:authenticated"), "{who}");
+    assert!(
+        groups.contains("system:masters") && groups.contains("system:authenticated"),
+        "{who}"
+    );
 
     // A token minted for cluster b is refused by demo's API server.
-    let token = aws.command().args(["eks", "get-token", "--cluster-name", "b", "--query", "status.token", "--output", "text"]).output().unwrap();
+    let token = aws
+        .command()
+        .args([
+            "eks",
+            "get-token",
+            "--cluster-name",
+            "b",
+            "--query",
+            "status.token",
+            "--output",
+            "text",
+        ])
+        .output()
+        .unwrap();
     assert!(token.status.success(), "{}", text(&token));
     let token = String::from_utf8(token.stdout).unwrap();
     let out = aws.kubectl(&kc, &["--token", token.trim(), "auth", "whoami"]);
-    assert!(!out.status.success(), "a token for b was accepted by demo: {}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("Unauthorized"), "{}", text(&out));
+    assert!(
+        !out.status.success(),
+        "a token for b was accepted by demo: {}",
+        text(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Unauthorized"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[actix_web::test]
@@ -109,24 +175,56 @@ async fn nodegroups_updates_addons_access_tags_and_deletion() {
 }
 
 fn resource_flow(aws: &Aws, registry: &kemu::ClusterRegistry) {
-    create(&aws, "demo");
+    create(aws, "demo");
 
     // Node groups become node pools of the shared record, labelled as EKS does.
     let ng = aws.json(&[
-        "create-nodegroup", "--cluster-name", "demo", "--nodegroup-name", "ng1",
-        "--subnets", "subnet-a", "subnet-b", "--node-role", "arn:aws:iam::123456789012:role/node",
-        "--scaling-config", "minSize=1,maxSize=3,desiredSize=2", "--instance-types", "t3.large",
-        "--labels", "role=worker", "--taints", "key=dedicated,value=gpu,effect=NO_SCHEDULE",
+        "create-nodegroup",
+        "--cluster-name",
+        "demo",
+        "--nodegroup-name",
+        "ng1",
+        "--subnets",
+        "subnet-a",
+        "subnet-b",
+        "--node-role",
+        "arn:aws:iam::123456789012:role/node",
+        "--scaling-config",
+        "minSize=1,maxSize=3,desiredSize=2",
+        "--instance-types",
+        "t3.large",
+        "--labels",
+        "role=worker",
+        "--taints",
+        "key=dedicated,value=gpu,effect=NO_SCHEDULE",
     ]);
-    assert!(ng["nodegroup"]["nodegroupArn"].as_str().unwrap().starts_with("arn:aws:eks:us-east-1:000000000000:nodegroup/demo/ng1/"));
-    aws.ok(&["wait", "nodegroup-active", "--cluster-name", "demo", "--nodegroup-name", "ng1"]);
+    assert!(
+        ng["nodegroup"]["nodegroupArn"]
+            .as_str()
+            .unwrap()
+            .starts_with("arn:aws:eks:us-east-1:000000000000:nodegroup/demo/ng1/")
+    );
+    aws.ok(&[
+        "wait",
+        "nodegroup-active",
+        "--cluster-name",
+        "demo",
+        "--nodegroup-name",
+        "ng1",
+    ]);
     let pool = |registry: &kemu::ClusterRegistry| {
-        let scope = kemu::shared::OwnerScope::Eks { account: "000000000000".into(), region: "us-east-1".into() };
+        let scope = kemu::shared::OwnerScope::Eks {
+            account: "000000000000".into(),
+            region: "us-east-1".into(),
+        };
         registry.find(&scope, "demo").unwrap().node_pools
     };
     let pools = pool(registry);
     assert_eq!(pools.len(), 1);
-    assert_eq!((pools[0].count, pools[0].machine_type.as_str()), (2, "t3.large"));
+    assert_eq!(
+        (pools[0].count, pools[0].machine_type.as_str()),
+        (2, "t3.large")
+    );
     for (k, v) in [
         ("eks.amazonaws.com/nodegroup", "ng1"),
         ("eks.amazonaws.com/capacityType", "ON_DEMAND"),
@@ -134,67 +232,220 @@ fn resource_flow(aws: &Aws, registry: &kemu::ClusterRegistry) {
         ("topology.kubernetes.io/region", "us-east-1"),
         ("role", "worker"),
     ] {
-        assert_eq!(pools[0].labels.get(k).map(String::as_str), Some(v), "{k}: {:?}", pools[0].labels);
+        assert_eq!(
+            pools[0].labels.get(k).map(String::as_str),
+            Some(v),
+            "{k}: {:?}",
+            pools[0].labels
+        );
     }
     assert_eq!(pools[0].taints[0].effect, "NoSchedule");
 
     // Scaling is an update that reaches Successful; the pool follows.
-    let upd = aws.json(&["update-nodegroup-config", "--cluster-name", "demo", "--nodegroup-name", "ng1", "--scaling-config", "desiredSize=3"]);
+    let upd = aws.json(&[
+        "update-nodegroup-config",
+        "--cluster-name",
+        "demo",
+        "--nodegroup-name",
+        "ng1",
+        "--scaling-config",
+        "desiredSize=3",
+    ]);
     let id = upd["update"]["id"].as_str().unwrap().to_owned();
-    assert_eq!(upd["update"]["params"][0], serde_json::json!({"type": "DesiredSize", "value": "3"}));
-    let d = aws.json(&["describe-update", "--name", "demo", "--update-id", &id, "--nodegroup-name", "ng1"]);
+    assert_eq!(
+        upd["update"]["params"][0],
+        serde_json::json!({"type": "DesiredSize", "value": "3"})
+    );
+    let d = aws.json(&[
+        "describe-update",
+        "--name",
+        "demo",
+        "--update-id",
+        &id,
+        "--nodegroup-name",
+        "ng1",
+    ]);
     assert_eq!(d["update"]["status"], "Successful");
     assert_eq!(pool(registry)[0].count, 3);
     let ids = aws.json(&["list-updates", "--name", "demo", "--nodegroup-name", "ng1"]);
     assert_eq!(ids["updateIds"], serde_json::json!([id]));
     // "No changes needed" is an InvalidParameterException.
-    let out = aws.eks(&["update-nodegroup-config", "--cluster-name", "demo", "--nodegroup-name", "ng1", "--scaling-config", "desiredSize=3"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("(InvalidParameterException)"), "{}", text(&out));
+    let out = aws.eks(&[
+        "update-nodegroup-config",
+        "--cluster-name",
+        "demo",
+        "--nodegroup-name",
+        "ng1",
+        "--scaling-config",
+        "desiredSize=3",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("(InvalidParameterException)"),
+        "{}",
+        text(&out)
+    );
 
     // Cluster version, one minor at a time.
-    let v = aws.json(&["update-cluster-version", "--name", "demo", "--kubernetes-version", "1.33"]);
+    let v = aws.json(&[
+        "update-cluster-version",
+        "--name",
+        "demo",
+        "--kubernetes-version",
+        "1.33",
+    ]);
     assert_eq!(v["update"]["type"], "VersionUpdate");
-    assert_eq!(aws.json(&["describe-cluster", "--name", "demo"])["cluster"]["version"], "1.33");
-    let out = aws.eks(&["update-cluster-version", "--name", "demo", "--kubernetes-version", "1.32"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("(InvalidParameterException)"), "{}", text(&out));
+    assert_eq!(
+        aws.json(&["describe-cluster", "--name", "demo"])["cluster"]["version"],
+        "1.33"
+    );
+    let out = aws.eks(&[
+        "update-cluster-version",
+        "--name",
+        "demo",
+        "--kubernetes-version",
+        "1.32",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("(InvalidParameterException)"),
+        "{}",
+        text(&out)
+    );
 
     // Add-ons.
-    aws.ok(&["create-addon", "--cluster-name", "demo", "--addon-name", "vpc-cni"]);
-    aws.ok(&["wait", "addon-active", "--cluster-name", "demo", "--addon-name", "vpc-cni"]);
-    assert_eq!(aws.json(&["list-addons", "--cluster-name", "demo"])["addons"], serde_json::json!(["vpc-cni"]));
-    let versions = aws.json(&["describe-addon-versions", "--kubernetes-version", "1.33", "--addon-name", "coredns"]);
+    aws.ok(&[
+        "create-addon",
+        "--cluster-name",
+        "demo",
+        "--addon-name",
+        "vpc-cni",
+    ]);
+    aws.ok(&[
+        "wait",
+        "addon-active",
+        "--cluster-name",
+        "demo",
+        "--addon-name",
+        "vpc-cni",
+    ]);
+    assert_eq!(
+        aws.json(&["list-addons", "--cluster-name", "demo"])["addons"],
+        serde_json::json!(["vpc-cni"])
+    );
+    let versions = aws.json(&[
+        "describe-addon-versions",
+        "--kubernetes-version",
+        "1.33",
+        "--addon-name",
+        "coredns",
+    ]);
     assert_eq!(versions["addons"][0]["addonName"], "coredns");
 
     // Access entries and policies; the creator's bootstrap entry is there.
     let dev = "arn:aws:iam::123456789012:role/dev";
-    aws.ok(&["create-access-entry", "--cluster-name", "demo", "--principal-arn", dev, "--kubernetes-groups", "devs"]);
     aws.ok(&[
-        "associate-access-policy", "--cluster-name", "demo", "--principal-arn", dev,
-        "--policy-arn", "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy",
-        "--access-scope", "type=namespace,namespaces=ns1,ns2",
+        "create-access-entry",
+        "--cluster-name",
+        "demo",
+        "--principal-arn",
+        dev,
+        "--kubernetes-groups",
+        "devs",
+    ]);
+    aws.ok(&[
+        "associate-access-policy",
+        "--cluster-name",
+        "demo",
+        "--principal-arn",
+        dev,
+        "--policy-arn",
+        "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy",
+        "--access-scope",
+        "type=namespace,namespaces=ns1,ns2",
     ]);
     let entries = aws.json(&["list-access-entries", "--cluster-name", "demo"]);
-    assert_eq!(entries["accessEntries"], serde_json::json!(["arn:aws:iam::000000000000:user/test", dev]));
-    let assoc = aws.json(&["list-associated-access-policies", "--cluster-name", "demo", "--principal-arn", dev]);
-    assert_eq!(assoc["associatedAccessPolicies"][0]["accessScope"]["namespaces"], serde_json::json!(["ns1", "ns2"]));
+    assert_eq!(
+        entries["accessEntries"],
+        serde_json::json!(["arn:aws:iam::000000000000:user/test", dev])
+    );
+    let assoc = aws.json(&[
+        "list-associated-access-policies",
+        "--cluster-name",
+        "demo",
+        "--principal-arn",
+        dev,
+    ]);
+    assert_eq!(
+        assoc["associatedAccessPolicies"][0]["accessScope"]["namespaces"],
+        serde_json::json!(["ns1", "ns2"])
+    );
 
     // Tags by ARN, on the cluster and on a node group.
     let arn = "arn:aws:eks:us-east-1:000000000000:cluster/demo";
-    aws.ok(&["tag-resource", "--resource-arn", arn, "--tags", "owner=me,cost=1"]);
-    aws.ok(&["untag-resource", "--resource-arn", arn, "--tag-keys", "owner", "team"]);
-    assert_eq!(aws.json(&["list-tags-for-resource", "--resource-arn", arn])["tags"], serde_json::json!({"cost": "1"}));
+    aws.ok(&[
+        "tag-resource",
+        "--resource-arn",
+        arn,
+        "--tags",
+        "owner=me,cost=1",
+    ]);
+    aws.ok(&[
+        "untag-resource",
+        "--resource-arn",
+        arn,
+        "--tag-keys",
+        "owner",
+        "team",
+    ]);
+    assert_eq!(
+        aws.json(&["list-tags-for-resource", "--resource-arn", arn])["tags"],
+        serde_json::json!({"cost": "1"})
+    );
     let ng_arn = ng["nodegroup"]["nodegroupArn"].as_str().unwrap();
     aws.ok(&["tag-resource", "--resource-arn", ng_arn, "--tags", "x=y"]);
-    assert_eq!(aws.json(&["describe-nodegroup", "--cluster-name", "demo", "--nodegroup-name", "ng1"])["nodegroup"]["tags"]["x"], "y");
-    let out = aws.eks(&["list-tags-for-resource", "--resource-arn", "arn:aws:eks:us-east-1:000000000000:cluster/nope"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("(NotFoundException)"), "{}", text(&out));
+    assert_eq!(
+        aws.json(&[
+            "describe-nodegroup",
+            "--cluster-name",
+            "demo",
+            "--nodegroup-name",
+            "ng1"
+        ])["nodegroup"]["tags"]["x"],
+        "y"
+    );
+    let out = aws.eks(&[
+        "list-tags-for-resource",
+        "--resource-arn",
+        "arn:aws:eks:us-east-1:000000000000:cluster/nope",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("(NotFoundException)"),
+        "{}",
+        text(&out)
+    );
 
     // Deletion: refused while a node group remains, then the waiters.
     let out = aws.eks(&["delete-cluster", "--name", "demo"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("(ResourceInUseException)"), "{}", text(&out));
-    let del = aws.json(&["delete-nodegroup", "--cluster-name", "demo", "--nodegroup-name", "ng1"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("(ResourceInUseException)"),
+        "{}",
+        text(&out)
+    );
+    let del = aws.json(&[
+        "delete-nodegroup",
+        "--cluster-name",
+        "demo",
+        "--nodegroup-name",
+        "ng1",
+    ]);
     assert_eq!(del["nodegroup"]["status"], "DELETING");
-    aws.ok(&["wait", "nodegroup-deleted", "--cluster-name", "demo", "--nodegroup-name", "ng1"]);
+    aws.ok(&[
+        "wait",
+        "nodegroup-deleted",
+        "--cluster-name",
+        "demo",
+        "--nodegroup-name",
+        "ng1",
+    ]);
     assert!(pool(registry).is_empty());
     let del = aws.json(&["delete-cluster", "--name", "demo"]);
     assert_eq!(del["cluster"]["status"], "DELETING");
@@ -210,7 +461,10 @@ fn resource_flow(aws: &Aws, registry: &kemu::ClusterRegistry) {
 #[actix_web::test]
 async fn without_dataplane_the_kubeconfig_names_the_sentinel() {
     let sandbox = Sandbox::new();
-    let running = start(Kemu::builder().dataplane(false).build().unwrap(), &sandbox.path("run"));
+    let running = start(
+        Kemu::builder().dataplane(false).build().unwrap(),
+        &sandbox.path("run"),
+    );
     let endpoint = running.ready.eks.clone();
     blocking(move || {
         let aws = Aws::new(&sandbox, &endpoint);
@@ -224,11 +478,24 @@ fn dark_flow(aws: &Aws, sandbox: &Sandbox) {
     create(aws, "dark");
     aws.ok(&["wait", "cluster-active", "--name", "dark"]);
     let d = aws.json(&["describe-cluster", "--name", "dark"]);
-    assert_eq!(d["cluster"]["endpoint"], "https://dataplane-not-live.kemu.invalid:443");
+    assert_eq!(
+        d["cluster"]["endpoint"],
+        "https://dataplane-not-live.kemu.invalid:443"
+    );
     assert_eq!(d["cluster"]["certificateAuthority"], serde_json::json!({}));
     let kc = sandbox.path("dark.kubeconfig");
-    aws.ok(&["update-kubeconfig", "--name", "dark", "--kubeconfig", kc.to_str().unwrap()]);
+    aws.ok(&[
+        "update-kubeconfig",
+        "--name",
+        "dark",
+        "--kubeconfig",
+        kc.to_str().unwrap(),
+    ]);
     let out = aws.kubectl(&kc, &["get", "--raw", "/version"]);
     assert!(!out.status.success(), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("dataplane-not-live.kemu.invalid"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("dataplane-not-live.kemu.invalid"),
+        "{}",
+        text(&out)
+    );
 }

@@ -15,7 +15,16 @@ use kemu::{Clock, FakeClock, Kemu};
 fn token(aws: &Aws, cluster: &str) -> String {
     let out = aws
         .command()
-        .args(["eks", "get-token", "--cluster-name", cluster, "--query", "status.token", "--output", "text"])
+        .args([
+            "eks",
+            "get-token",
+            "--cluster-name",
+            cluster,
+            "--query",
+            "status.token",
+            "--output",
+            "text",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
@@ -37,22 +46,44 @@ async fn tokens_are_bound_to_cluster_key_and_time() {
         blocking(move || {
             let aws = Aws::new(&sandbox, &endpoint);
             for name in ["alpha", "beta"] {
-                aws.ok(&["create-cluster", "--name", name, "--role-arn", "arn:aws:iam::1:role/r", "--resources-vpc-config", "subnetIds=s"]);
+                aws.ok(&[
+                    "create-cluster",
+                    "--name",
+                    name,
+                    "--role-arn",
+                    "arn:aws:iam::1:role/r",
+                    "--resources-vpc-config",
+                    "subnetIds=s",
+                ]);
             }
             let mut other = Aws::new(&sandbox, &endpoint);
             other.access_key = "not-a-kemu-key".into();
-            tx.send((token(&aws, "alpha"), token(&aws, "beta"), token(&other, "alpha"))).unwrap();
+            tx.send((
+                token(&aws, "alpha"),
+                token(&aws, "beta"),
+                token(&other, "alpha"),
+            ))
+            .unwrap();
         })
         .await;
         rx.recv().unwrap()
     };
-    let scope = OwnerScope::Eks { account: "000000000000".into(), region: "us-east-1".into() };
+    let scope = OwnerScope::Eks {
+        account: "000000000000".into(),
+        region: "us-east-1".into(),
+    };
     let alpha = registry.find(&scope, "alpha").unwrap();
     let beta = registry.find(&scope, "beta").unwrap();
 
-    let user = registry.authenticate_token(&alpha, &a).unwrap().expect("an EKS token");
+    let user = registry
+        .authenticate_token(&alpha, &a)
+        .unwrap()
+        .expect("an EKS token");
     assert_eq!(user.username, "arn:aws:iam::000000000000:user/test");
-    assert!(user.groups.contains(&"system:masters".to_owned()), "{user:?}");
+    assert!(
+        user.groups.contains(&"system:masters".to_owned()),
+        "{user:?}"
+    );
     assert!(registry.authenticate_token(&beta, &b).unwrap().is_some());
 
     // Bound to its cluster.
@@ -61,9 +92,20 @@ async fn tokens_are_bound_to_cluster_key_and_time() {
     // Unknown keys and garbage are refused; other bearer tokens are not ours.
     let err = registry.authenticate_token(&alpha, &stranger).unwrap_err();
     assert!(err.contains("unknown access key"), "{err}");
-    assert!(registry.authenticate_token(&alpha, "k8s-aws-v1.!!!").is_err());
-    assert!(registry.authenticate_token(&alpha, "k8s-aws-v1.aHR0cHM6Ly9leGFtcGxl").is_err());
-    assert_eq!(registry.authenticate_token(&alpha, "some-other-token"), Ok(None));
+    assert!(
+        registry
+            .authenticate_token(&alpha, "k8s-aws-v1.!!!")
+            .is_err()
+    );
+    assert!(
+        registry
+            .authenticate_token(&alpha, "k8s-aws-v1.aHR0cHM6Ly9leGFtcGxl")
+            .is_err()
+    );
+    assert_eq!(
+        registry.authenticate_token(&alpha, "some-other-token"),
+        Ok(None)
+    );
     // A tampered signature fails.
     let mut tampered = a.clone();
     tampered.pop();

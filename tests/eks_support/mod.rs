@@ -63,7 +63,11 @@ impl<'a> Aws<'a> {
 
     /// Runs `aws eks <args>`.
     pub fn eks(&self, args: &[&str]) -> Output {
-        self.command().arg("eks").args(args).output().expect("run aws")
+        self.command()
+            .arg("eks")
+            .args(args)
+            .output()
+            .expect("run aws")
     }
 
     /// Runs `aws eks <args>`, asserts success, parses the JSON output.

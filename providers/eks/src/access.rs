@@ -39,10 +39,20 @@ fn default_username(principal: &str, kind: &str) -> String {
     }
 }
 
-fn entry(call: &Call, cluster: &str, principal: &str, kind: &str, groups: Vec<String>, username: String) -> Value {
+fn entry(
+    call: &Call,
+    cluster: &str,
+    principal: &str,
+    kind: &str,
+    groups: Vec<String>,
+    username: String,
+) -> Value {
     let (what, name) = match principal.split_once(":role/") {
         Some((_, r)) => ("role", r.to_owned()),
-        None => ("user", principal.rsplit('/').next().unwrap_or(principal).to_owned()),
+        None => (
+            "user",
+            principal.rsplit('/').next().unwrap_or(principal).to_owned(),
+        ),
     };
     json!({
         "clusterName": cluster,
@@ -77,7 +87,14 @@ fn require_api_mode(record: &ClusterRecord) -> Result<(), Error> {
 /// `bootstrapClusterCreatorAdminPermissions` is on.
 pub fn bootstrap_admin(call: &Call, record: &ClusterRecord, cs: &mut ClusterState) {
     let principal = call.caller.clone();
-    let obj = entry(call, &record.name, &principal, "STANDARD", vec![], principal.clone());
+    let obj = entry(
+        call,
+        &record.name,
+        &principal,
+        "STANDARD",
+        vec![],
+        principal.clone(),
+    );
     cs.of(Kind::AccessEntry)
         .insert(principal.clone(), Item::new(obj, None));
     let policy = access_policy_arn("AmazonEKSClusterAdminPolicy");
@@ -97,22 +114,32 @@ pub fn create(eks: &Eks, call: &Call, cluster: &str) -> Result<Value, Error> {
     let b = &call.body;
     let principal = b.required("principalArn")?.to_owned();
     if !principal.starts_with("arn:aws:iam::") {
-        return Err(Error::InvalidParameter(format!("The principalArn {principal} is not a valid IAM principal ARN.")));
+        return Err(Error::InvalidParameter(format!(
+            "The principalArn {principal} is not a valid IAM principal ARN."
+        )));
     }
     let kind = b.str("type").unwrap_or("STANDARD").to_owned();
     if !TYPES.contains(&kind.as_str()) {
-        return Err(Error::InvalidParameter(format!("Unsupported access entry type {kind}.")));
+        return Err(Error::InvalidParameter(format!(
+            "Unsupported access entry type {kind}."
+        )));
     }
     let groups = b.string_list("kubernetesGroups")?;
     if kind != "STANDARD" && (!groups.is_empty() || b.get("username").is_some()) {
         return Err(Error::InvalidParameter(
-            "kubernetesGroups and username can only be set for access entries of type STANDARD.".into(),
+            "kubernetesGroups and username can only be set for access entries of type STANDARD."
+                .into(),
         ));
     }
     if groups.iter().any(|g| g.starts_with("system:")) {
-        return Err(Error::InvalidParameter("kubernetesGroups cannot start with system:.".into()));
+        return Err(Error::InvalidParameter(
+            "kubernetesGroups cannot start with system:.".into(),
+        ));
     }
-    let username = b.str("username").map(str::to_owned).unwrap_or_else(|| default_username(&principal, &kind));
+    let username = b
+        .str("username")
+        .map(str::to_owned)
+        .unwrap_or_else(|| default_username(&principal, &kind));
     let tags = b.string_map("tags")?;
     eks.with_cluster(call, cluster, |rec, cs| {
         require_api_mode(rec)?;
@@ -137,7 +164,9 @@ pub fn list(eks: &Eks, call: &Call, cluster: &str) -> Result<Value, Error> {
         let items: Vec<Value> = cs
             .list(Kind::AccessEntry)
             .map(|(p, _)| p)
-            .filter(|p| policy.is_none_or(|pol| cs.policies.get(*p).is_some_and(|m| m.contains_key(pol))))
+            .filter(|p| {
+                policy.is_none_or(|pol| cs.policies.get(*p).is_some_and(|m| m.contains_key(pol)))
+            })
             .map(|p| json!(p))
             .collect();
         let (page, next) = paginate(&items, &call.query, 100)?;
@@ -148,7 +177,10 @@ pub fn list(eks: &Eks, call: &Call, cluster: &str) -> Result<Value, Error> {
 /// UpdateAccessEntry.
 pub fn update(eks: &Eks, call: &Call, cluster: &str, principal: &str) -> Result<Value, Error> {
     let b = &call.body;
-    let groups = b.get("kubernetesGroups").map(|_| b.string_list("kubernetesGroups")).transpose()?;
+    let groups = b
+        .get("kubernetesGroups")
+        .map(|_| b.string_list("kubernetesGroups"))
+        .transpose()?;
     eks.with_cluster(call, cluster, |_, cs| {
         let item = get(cs, Kind::AccessEntry, cluster, principal)?;
         if item.obj.get("type").and_then(Value::as_str) != Some("STANDARD")
@@ -183,20 +215,29 @@ pub fn delete(eks: &Eks, call: &Call, cluster: &str, principal: &str) -> Result<
 pub fn associate(eks: &Eks, call: &Call, cluster: &str, principal: &str) -> Result<Value, Error> {
     let b = &call.body;
     let policy = b.required("policyArn")?.to_owned();
-    if !ACCESS_POLICIES.iter().any(|p| access_policy_arn(p) == policy) {
-        return Err(Error::InvalidParameter(format!("The policy {policy} is not a valid access policy.")));
+    if !ACCESS_POLICIES
+        .iter()
+        .any(|p| access_policy_arn(p) == policy)
+    {
+        return Err(Error::InvalidParameter(format!(
+            "The policy {policy} is not a valid access policy."
+        )));
     }
     let scope = b
         .get("accessScope")
         .cloned()
         .ok_or_else(|| Error::InvalidParameter("accessScope is required.".into()))?;
-    let namespaces = scope.get("namespaces").and_then(crate::wire::string_list).unwrap_or_default();
+    let namespaces = scope
+        .get("namespaces")
+        .and_then(crate::wire::string_list)
+        .unwrap_or_default();
     match scope.get("type").and_then(Value::as_str) {
         Some("cluster") if namespaces.is_empty() => {}
         Some("namespace") if !namespaces.is_empty() => {}
         _ => {
             return Err(Error::InvalidParameter(
-                "accessScope.type must be cluster (no namespaces) or namespace (with namespaces).".into(),
+                "accessScope.type must be cluster (no namespaces) or namespace (with namespaces)."
+                    .into(),
             ));
         }
     }
@@ -219,10 +260,19 @@ pub fn associate(eks: &Eks, call: &Call, cluster: &str, principal: &str) -> Resu
 }
 
 /// DisassociateAccessPolicy.
-pub fn disassociate(eks: &Eks, call: &Call, cluster: &str, principal: &str, policy: &str) -> Result<Value, Error> {
+pub fn disassociate(
+    eks: &Eks,
+    call: &Call,
+    cluster: &str,
+    principal: &str,
+    policy: &str,
+) -> Result<Value, Error> {
     eks.with_cluster(call, cluster, |_, cs| {
         get(cs, Kind::AccessEntry, cluster, principal)?;
-        let removed = cs.policies.get_mut(principal).and_then(|m| m.remove(policy));
+        let removed = cs
+            .policies
+            .get_mut(principal)
+            .and_then(|m| m.remove(policy));
         match removed {
             Some(_) => Ok(json!({})),
             None => Err(Error::ResourceNotFound(format!(
@@ -233,10 +283,20 @@ pub fn disassociate(eks: &Eks, call: &Call, cluster: &str, principal: &str, poli
 }
 
 /// ListAssociatedAccessPolicies.
-pub fn list_associated(eks: &Eks, call: &Call, cluster: &str, principal: &str) -> Result<Value, Error> {
+pub fn list_associated(
+    eks: &Eks,
+    call: &Call,
+    cluster: &str,
+    principal: &str,
+) -> Result<Value, Error> {
     eks.with_cluster(call, cluster, |_, cs| {
         get(cs, Kind::AccessEntry, cluster, principal)?;
-        let items: Vec<Value> = cs.policies.get(principal).into_iter().flat_map(|m| m.values().cloned()).collect();
+        let items: Vec<Value> = cs
+            .policies
+            .get(principal)
+            .into_iter()
+            .flat_map(|m| m.values().cloned())
+            .collect();
         let (page, next) = paginate(&items, &call.query, 100)?;
         let mut out = page_response("associatedAccessPolicies", page, next);
         out["clusterName"] = json!(cluster);

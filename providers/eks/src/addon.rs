@@ -12,9 +12,11 @@ use crate::{Call, Eks, catalog, update};
 /// it is not JSON-looking).
 fn check_configuration(v: Option<&str>) -> Result<(), Error> {
     match v {
-        Some(s) if s.trim_start().starts_with('{') && serde_json::from_str::<Value>(s).is_err() => Err(
-            Error::InvalidParameter("configurationValues is not valid JSON.".into()),
-        ),
+        Some(s) if s.trim_start().starts_with('{') && serde_json::from_str::<Value>(s).is_err() => {
+            Err(Error::InvalidParameter(
+                "configurationValues is not valid JSON.".into(),
+            ))
+        }
         _ => Ok(()),
     }
 }
@@ -52,15 +54,30 @@ pub fn create(eks: &Eks, call: &Call, cluster: &str) -> Result<Value, Error> {
             "modifiedAt": epoch(call.now),
             "tags": b.string_map("tags")?,
         });
-        for k in ["serviceAccountRoleArn", "configurationValues", "podIdentityAssociations", "namespaceConfig"] {
+        for k in [
+            "serviceAccountRoleArn",
+            "configurationValues",
+            "podIdentityAssociations",
+            "namespaceConfig",
+        ] {
             if let Some(v) = b.get(k) {
                 obj[k] = v.clone();
             }
         }
         if cs.of(Kind::Addon).contains_key(&name) {
-            return Err(Error::ResourceInUse(format!("Addon already exists with name: {name}")));
+            return Err(Error::ResourceInUse(format!(
+                "Addon already exists with name: {name}"
+            )));
         }
-        let out = insert(eks, call, cs, Kind::Addon, &name, obj, ("CREATING", "ACTIVE"))?;
+        let out = insert(
+            eks,
+            call,
+            cs,
+            Kind::Addon,
+            &name,
+            obj,
+            ("CREATING", "ACTIVE"),
+        )?;
         Ok(json!({ "addon": out }))
     })
 }
@@ -72,7 +89,10 @@ pub fn update(eks: &Eks, call: &Call, cluster: &str, name: &str) -> Result<Value
     eks.with_cluster(call, cluster, |rec, cs| {
         let item = get(cs, Kind::Addon, cluster, name)?;
         if item.status() != "ACTIVE" && item.status() != "DEGRADED" {
-            return Err(Error::ResourceInUse(format!("Addon {name} is in {} status.", item.status())));
+            return Err(Error::ResourceInUse(format!(
+                "Addon {name} is in {} status.",
+                item.status()
+            )));
         }
         let mut obj = item.obj.clone();
         let mut params = Vec::new();
@@ -88,7 +108,12 @@ pub fn update(eks: &Eks, call: &Call, cluster: &str, name: &str) -> Result<Value
         ] {
             if let Some(v) = b.get(k) {
                 obj.insert(k.into(), v.clone());
-                params.push((p, v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string())));
+                params.push((
+                    p,
+                    v.as_str()
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| v.to_string()),
+                ));
             }
         }
         if let Some(r) = b.str("resolveConflicts") {
@@ -103,7 +128,14 @@ pub fn update(eks: &Eks, call: &Call, cluster: &str, name: &str) -> Result<Value
             item.obj = obj;
             item.pending = pending;
         }
-        let out = update::record(eks, call, cs, UpdateTarget::Addon(name.to_owned()), "AddonUpdate", params);
+        let out = update::record(
+            eks,
+            call,
+            cs,
+            UpdateTarget::Addon(name.to_owned()),
+            "AddonUpdate",
+            params,
+        );
         Ok(json!({ "update": out }))
     })
 }

@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
+use crate::Call;
 use crate::error::Error;
 use crate::wire::{page_response, paginate};
-use crate::Call;
 
 /// The version a cluster gets when create-cluster names none.
 pub const DEFAULT_VERSION: &str = "1.34";
@@ -13,12 +13,48 @@ pub const DEFAULT_VERSION: &str = "1.34";
 /// A Kubernetes minor EKS offers: (version, support, end of standard support,
 /// end of extended support, release date), dates as epoch seconds.
 const VERSIONS: [(&str, &str, i64, i64, i64); 6] = [
-    ("1.34", "STANDARD_SUPPORT", 1_794_009_600, 1_825_545_600, 1_759_276_800),
-    ("1.33", "STANDARD_SUPPORT", 1_785_110_400, 1_816_646_400, 1_748_390_400),
-    ("1.32", "STANDARD_SUPPORT", 1_774_224_000, 1_805_760_000, 1_737_676_800),
-    ("1.31", "EXTENDED_SUPPORT", 1_764_288_000, 1_795_824_000, 1_727_136_000),
-    ("1.30", "EXTENDED_SUPPORT", 1_753_920_000, 1_785_456_000, 1_716_336_000),
-    ("1.29", "EXTENDED_SUPPORT", 1_742_947_200, 1_774_483_200, 1_706_054_400),
+    (
+        "1.34",
+        "STANDARD_SUPPORT",
+        1_794_009_600,
+        1_825_545_600,
+        1_759_276_800,
+    ),
+    (
+        "1.33",
+        "STANDARD_SUPPORT",
+        1_785_110_400,
+        1_816_646_400,
+        1_748_390_400,
+    ),
+    (
+        "1.32",
+        "STANDARD_SUPPORT",
+        1_774_224_000,
+        1_805_760_000,
+        1_737_676_800,
+    ),
+    (
+        "1.31",
+        "EXTENDED_SUPPORT",
+        1_764_288_000,
+        1_795_824_000,
+        1_727_136_000,
+    ),
+    (
+        "1.30",
+        "EXTENDED_SUPPORT",
+        1_753_920_000,
+        1_785_456_000,
+        1_716_336_000,
+    ),
+    (
+        "1.29",
+        "EXTENDED_SUPPORT",
+        1_742_947_200,
+        1_774_483_200,
+        1_706_054_400,
+    ),
 ];
 
 /// Whether EKS offers `version`.
@@ -45,7 +81,11 @@ pub fn describe_cluster_versions(call: &Call) -> Result<Value, Error> {
         .iter()
         .filter(|v| wanted.is_empty() || wanted.iter().any(|w| w == v.0))
         .filter(|v| !q.flag("defaultOnly") || v.0 == DEFAULT_VERSION)
-        .filter(|v| status.is_none_or(|s| s.eq_ignore_ascii_case(v.1) || s.replace('-', "_").eq_ignore_ascii_case(v.1)))
+        .filter(|v| {
+            status.is_none_or(|s| {
+                s.eq_ignore_ascii_case(v.1) || s.replace('-', "_").eq_ignore_ascii_case(v.1)
+            })
+        })
         .map(|v| {
             json!({
                 "clusterVersion": v.0,
@@ -67,12 +107,36 @@ pub fn describe_cluster_versions(call: &Call) -> Result<Value, Error> {
 
 /// An add-on EKS offers: (name, type, versions newest first).
 const ADDONS: [(&str, &str, [&str; 2]); 6] = [
-    ("vpc-cni", "networking", ["v1.20.4-eksbuild.1", "v1.19.6-eksbuild.1"]),
-    ("coredns", "networking", ["v1.12.4-eksbuild.1", "v1.11.4-eksbuild.2"]),
-    ("kube-proxy", "networking", ["v1.34.0-eksbuild.2", "v1.33.3-eksbuild.4"]),
-    ("aws-ebs-csi-driver", "storage", ["v1.48.0-eksbuild.2", "v1.45.0-eksbuild.2"]),
-    ("eks-pod-identity-agent", "security", ["v1.3.8-eksbuild.2", "v1.3.7-eksbuild.2"]),
-    ("metrics-server", "observability", ["v0.8.0-eksbuild.2", "v0.7.2-eksbuild.4"]),
+    (
+        "vpc-cni",
+        "networking",
+        ["v1.20.4-eksbuild.1", "v1.19.6-eksbuild.1"],
+    ),
+    (
+        "coredns",
+        "networking",
+        ["v1.12.4-eksbuild.1", "v1.11.4-eksbuild.2"],
+    ),
+    (
+        "kube-proxy",
+        "networking",
+        ["v1.34.0-eksbuild.2", "v1.33.3-eksbuild.4"],
+    ),
+    (
+        "aws-ebs-csi-driver",
+        "storage",
+        ["v1.48.0-eksbuild.2", "v1.45.0-eksbuild.2"],
+    ),
+    (
+        "eks-pod-identity-agent",
+        "security",
+        ["v1.3.8-eksbuild.2", "v1.3.7-eksbuild.2"],
+    ),
+    (
+        "metrics-server",
+        "observability",
+        ["v0.8.0-eksbuild.2", "v0.7.2-eksbuild.4"],
+    ),
 ];
 
 /// The versions of add-on `name`, newest (the default) first.
@@ -87,7 +151,9 @@ pub fn describe_addon_versions(call: &Call) -> Result<Value, Error> {
     if let Some(v) = k8s
         && !supported_version(v)
     {
-        return Err(Error::InvalidParameter(format!("Kubernetes version {v} is not supported.")));
+        return Err(Error::InvalidParameter(format!(
+            "Kubernetes version {v} is not supported."
+        )));
     }
     let types = q.all("types");
     let publishers = q.all("publishers");
@@ -103,25 +169,24 @@ pub fn describe_addon_versions(call: &Call) -> Result<Value, Error> {
                 Some(v) => vec![v],
                 None => VERSIONS.iter().map(|v| v.0).collect(),
             };
-            let versions: Vec<Value> = a
-                .2
-                .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    json!({
-                        "addonVersion": v,
-                        "architecture": ["amd64", "arm64"],
-                        "computeTypes": ["ec2", "auto"],
-                        "compatibilities": compat.iter().map(|c| json!({
-                            "clusterVersion": c,
-                            "platformVersions": ["*"],
-                            "defaultVersion": i == 0,
-                        })).collect::<Vec<_>>(),
-                        "requiresConfiguration": false,
-                        "requiresIamPermissions": false,
+            let versions: Vec<Value> =
+                a.2.iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        json!({
+                            "addonVersion": v,
+                            "architecture": ["amd64", "arm64"],
+                            "computeTypes": ["ec2", "auto"],
+                            "compatibilities": compat.iter().map(|c| json!({
+                                "clusterVersion": c,
+                                "platformVersions": ["*"],
+                                "defaultVersion": i == 0,
+                            })).collect::<Vec<_>>(),
+                            "requiresConfiguration": false,
+                            "requiresIamPermissions": false,
+                        })
                     })
-                })
-                .collect();
+                    .collect();
             json!({
                 "addonName": a.0,
                 "type": a.1,

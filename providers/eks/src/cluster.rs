@@ -31,7 +31,11 @@ fn object(call: &Call, key: &str) -> Result<Option<Map<String, Value>>, Error> {
 
 /// A short hex id, as EKS uses in issuer URLs and resource names.
 fn hex_id(len: usize) -> String {
-    uuid::Uuid::new_v4().simple().to_string().to_ascii_uppercase()[..len].to_owned()
+    uuid::Uuid::new_v4()
+        .simple()
+        .to_string()
+        .to_ascii_uppercase()[..len]
+        .to_owned()
 }
 
 /// CreateCluster.
@@ -48,7 +52,9 @@ pub fn create(eks: &Eks, call: &Call) -> Result<Value, Error> {
         .ok_or_else(|| Error::InvalidParameter("resourcesVpcConfig is required.".into()))?;
     let version = b.str("version").unwrap_or(DEFAULT_VERSION);
     if !catalog::supported_version(version) {
-        return Err(Error::InvalidParameter(format!("unsupported Kubernetes version {version}")));
+        return Err(Error::InvalidParameter(format!(
+            "unsupported Kubernetes version {version}"
+        )));
     }
     let tags = b.string_map("tags")?;
     let access = object(call, "accessConfig")?.unwrap_or_default();
@@ -57,7 +63,9 @@ pub fn create(eks: &Eks, call: &Call) -> Result<Value, Error> {
         .and_then(Value::as_str)
         .unwrap_or("API_AND_CONFIG_MAP");
     if !AUTH_MODES.contains(&mode) {
-        return Err(Error::InvalidParameter(format!("Unsupported authentication mode {mode}.")));
+        return Err(Error::InvalidParameter(format!(
+            "Unsupported authentication mode {mode}."
+        )));
     }
     let bootstrap = access
         .get("bootstrapClusterCreatorAdminPermissions")
@@ -246,13 +254,33 @@ pub fn update_config(eks: &Eks, call: &Call, name: &str) -> Result<Value, Error>
         ("resourcesVpcConfig", "EndpointAccessUpdate", ""),
         ("accessConfig", "AccessConfigUpdate", "AuthenticationMode"),
         ("upgradePolicy", "UpgradePolicyUpdate", "UpgradePolicy"),
-        ("zonalShiftConfig", "ZonalShiftConfigUpdate", "ZonalShiftConfig"),
+        (
+            "zonalShiftConfig",
+            "ZonalShiftConfigUpdate",
+            "ZonalShiftConfig",
+        ),
         ("computeConfig", "AutoModeUpdate", "ComputeConfig"),
-        ("kubernetesNetworkConfig", "AutoModeUpdate", "KubernetesNetworkConfig"),
+        (
+            "kubernetesNetworkConfig",
+            "AutoModeUpdate",
+            "KubernetesNetworkConfig",
+        ),
         ("storageConfig", "AutoModeUpdate", "StorageConfig"),
-        ("remoteNetworkConfig", "RemoteNetworkConfigUpdate", "RemoteNetworkConfig"),
-        ("deletionProtection", "DeletionProtectionUpdate", "DeletionProtection"),
-        ("controlPlaneScalingConfig", "ControlPlaneScalingConfigUpdate", "UpdatedTier"),
+        (
+            "remoteNetworkConfig",
+            "RemoteNetworkConfigUpdate",
+            "RemoteNetworkConfig",
+        ),
+        (
+            "deletionProtection",
+            "DeletionProtectionUpdate",
+            "DeletionProtection",
+        ),
+        (
+            "controlPlaneScalingConfig",
+            "ControlPlaneScalingConfigUpdate",
+            "UpdatedTier",
+        ),
     ];
     let present: Vec<_> = KEYS.iter().filter(|k| b.get(k.0).is_some()).collect();
     let Some(&&(key, mut kind, param)) = present.first() else {
@@ -289,11 +317,15 @@ pub fn update_config(eks: &Eks, call: &Call, name: &str) -> Result<Value, Error>
                     .unwrap_or("API_AND_CONFIG_MAP");
                 match mode {
                     Some(m) if !AUTH_MODES.contains(&m) => {
-                        return Err(Error::InvalidParameter(format!("Unsupported authentication mode {m}.")));
+                        return Err(Error::InvalidParameter(format!(
+                            "Unsupported authentication mode {m}."
+                        )));
                     }
                     // EKS only ever widens: CONFIG_MAP → API_AND_CONFIG_MAP → API.
-                    Some(m) if AUTH_MODES.iter().position(|x| *x == m) < AUTH_MODES.iter().position(|x| *x == current)
-                        || (current == "API" && m != "API") =>
+                    Some(m)
+                        if AUTH_MODES.iter().position(|x| *x == m)
+                            < AUTH_MODES.iter().position(|x| *x == current)
+                            || (current == "API" && m != "API") =>
                     {
                         return Err(Error::InvalidParameter(format!(
                             "Unsupported authentication mode update from {current} to {m}"
@@ -334,7 +366,9 @@ pub fn update_version(eks: &Eks, call: &Call, name: &str) -> Result<Value, Error
     eks.with_cluster(call, name, |rec, cs| {
         require_active(rec)?;
         if !catalog::supported_version(&version) {
-            return Err(Error::InvalidParameter(format!("unsupported Kubernetes version {version}")));
+            return Err(Error::InvalidParameter(format!(
+                "unsupported Kubernetes version {version}"
+            )));
         }
         if catalog::minor(&version) != catalog::minor(&rec.version).map(|m| m + 1) {
             return Err(Error::InvalidParameter(format!(
@@ -349,7 +383,10 @@ pub fn update_version(eks: &Eks, call: &Call, name: &str) -> Result<Value, Error
             cs,
             UpdateTarget::Cluster,
             "VersionUpdate",
-            vec![("Version", version.clone()), ("PlatformVersion", platform.to_owned())],
+            vec![
+                ("Version", version.clone()),
+                ("PlatformVersion", platform.to_owned()),
+            ],
         );
         let mut extra = rec.extra.clone();
         extra["platformVersion"] = json!(platform);
@@ -374,7 +411,9 @@ pub fn associate_encryption(eks: &Eks, call: &Call, name: &str) -> Result<Value,
     eks.with_cluster(call, name, |rec, cs| {
         require_active(rec)?;
         if rec.extra.get("encryptionConfig").is_some() {
-            return Err(Error::InvalidRequest("Encryption is already enabled on the cluster".into()));
+            return Err(Error::InvalidRequest(
+                "Encryption is already enabled on the cluster".into(),
+            ));
         }
         let out = update::record(
             eks,
@@ -401,7 +440,9 @@ pub fn register(eks: &Eks, call: &Call) -> Result<Value, Error> {
     let b = &call.body;
     let name = b.required("name")?;
     if !valid_name(name) {
-        return Err(Error::InvalidParameter(format!("The cluster name {name} is invalid.")));
+        return Err(Error::InvalidParameter(format!(
+            "The cluster name {name} is invalid."
+        )));
     }
     let connector = object(call, "connectorConfig")?
         .ok_or_else(|| Error::InvalidParameter("connectorConfig is required.".into()))?;

@@ -27,7 +27,8 @@ const INSIGHTS: [(&str, &str, &str, &str); 2] = [
 ];
 
 fn insight(call: &Call, version: &str, i: &(&str, &str, &str, &str), full: bool) -> Value {
-    let next = catalog::minor(version).map_or_else(|| version.to_owned(), |m| format!("1.{}", m + 1));
+    let next =
+        catalog::minor(version).map_or_else(|| version.to_owned(), |m| format!("1.{}", m + 1));
     let mut v = json!({
         "id": i.0,
         "name": i.1,
@@ -42,7 +43,8 @@ fn insight(call: &Call, version: &str, i: &(&str, &str, &str, &str), full: bool)
         v["recommendation"] = json!("No action needed.");
         v["additionalInfo"] = json!({});
         v["resources"] = json!([]);
-        v["categorySpecificSummary"] = json!({ "deprecationDetails": [], "addonCompatibilityDetails": [] });
+        v["categorySpecificSummary"] =
+            json!({ "deprecationDetails": [], "addonCompatibilityDetails": [] });
     }
     v
 }
@@ -50,7 +52,12 @@ fn insight(call: &Call, version: &str, i: &(&str, &str, &str, &str), full: bool)
 /// ListInsights (filters and paging in the body).
 pub fn list_insights(eks: &Eks, call: &Call, cluster: &str) -> Result<Value, Error> {
     let filter = call.body.get("filter").cloned().unwrap_or(json!({}));
-    let list = |k: &str| filter.get(k).and_then(crate::wire::string_list).unwrap_or_default();
+    let list = |k: &str| {
+        filter
+            .get(k)
+            .and_then(crate::wire::string_list)
+            .unwrap_or_default()
+    };
     let (categories, statuses) = (list("categories"), list("statuses"));
     let max = call.body.get("maxResults").map(Value::to_string);
     let token = call.body.str("nextToken").map(str::to_owned);
@@ -107,8 +114,15 @@ pub fn create_subscription(eks: &Eks, call: &Call) -> Result<Value, Error> {
         .cloned()
         .ok_or_else(|| Error::InvalidParameter("term is required.".into()))?;
     let months = term.get("duration").and_then(Value::as_i64).unwrap_or(12);
-    if !(months == 12 || months == 36) || term.get("unit").and_then(Value::as_str).is_some_and(|u| u != "MONTHS") {
-        return Err(Error::InvalidParameter("term must be 12 or 36 MONTHS.".into()));
+    if !(months == 12 || months == 36)
+        || term
+            .get("unit")
+            .and_then(Value::as_str)
+            .is_some_and(|u| u != "MONTHS")
+    {
+        return Err(Error::InvalidParameter(
+            "term must be 12 or 36 MONTHS.".into(),
+        ));
     }
     let id = format!("{}", uuid::Uuid::new_v4());
     let expires = call.now + chrono::Duration::days(months * 30);
@@ -221,5 +235,7 @@ pub fn get_caller_identity(eks: &Eks, call: &Call, body: &[u8]) -> Result<HttpRe
 }
 
 fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }

@@ -92,7 +92,10 @@ impl Default for Settings {
         let credentials = [
             ("test", "test"),
             ("testing", "testing"),
-            ("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+            (
+                "AKIAIOSFODNN7EXAMPLE",
+                "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            ),
         ]
         .into_iter()
         .map(|(akid, secret)| {
@@ -160,7 +163,11 @@ impl Call {
 
     /// An ARN of this account and region: `arn:aws:eks:R:A:<resource>`.
     pub fn arn(&self, resource: &str) -> String {
-        format!("arn:aws:eks:{}:{}:{resource}", self.region(), self.account())
+        format!(
+            "arn:aws:eks:{}:{}:{resource}",
+            self.region(),
+            self.account()
+        )
     }
 }
 
@@ -289,7 +296,12 @@ impl Eks {
     }
 
     /// A pending transition `transition` from now, or none when it is zero.
-    fn after(&self, now: DateTime<Utc>, d: Duration, to: Option<&'static str>) -> Option<(DateTime<Utc>, Option<&'static str>)> {
+    fn after(
+        &self,
+        now: DateTime<Utc>,
+        d: Duration,
+        to: Option<&'static str>,
+    ) -> Option<(DateTime<Utc>, Option<&'static str>)> {
         let at = now + chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX);
         (!d.is_zero() || to.is_none()).then_some((at, to))
     }
@@ -304,7 +316,12 @@ impl ApiHandler for Eks {
         Endpoint::parse(req.method(), req.uri().path())
     }
 
-    async fn handle(&self, req: HttpRequest, body: Bytes, endpoint: Endpoint) -> Result<HttpResponse, Error> {
+    async fn handle(
+        &self,
+        req: HttpRequest,
+        body: Bytes,
+        endpoint: Endpoint,
+    ) -> Result<HttpResponse, Error> {
         let call = self.call(&req, &body, &endpoint)?;
         if let Endpoint::StsGetCallerIdentity = endpoint {
             return extras::get_caller_identity(self, &call, &body);
@@ -325,7 +342,9 @@ impl Eks {
             E::DeleteCluster { name } => cluster::delete(self, call, &name),
             E::UpdateClusterConfig { name } => cluster::update_config(self, call, &name),
             E::UpdateClusterVersion { name } => cluster::update_version(self, call, &name),
-            E::AssociateEncryptionConfig { name } => cluster::associate_encryption(self, call, &name),
+            E::AssociateEncryptionConfig { name } => {
+                cluster::associate_encryption(self, call, &name)
+            }
             E::RegisterCluster => cluster::register(self, call),
             E::DeregisterCluster { name } => cluster::deregister(self, call, &name),
             E::DescribeClusterVersions => catalog::describe_cluster_versions(call),
@@ -346,10 +365,14 @@ impl Eks {
                 resources::delete(self, call, &name, Kind::Nodegroup, &nodegroup)
             }
             E::CreateAddon { name } => addon::create(self, call, &name),
-            E::DescribeAddon { name, addon } => resources::describe(self, call, &name, Kind::Addon, &addon),
+            E::DescribeAddon { name, addon } => {
+                resources::describe(self, call, &name, Kind::Addon, &addon)
+            }
             E::ListAddons { name } => resources::list_names(self, call, &name, Kind::Addon),
             E::UpdateAddon { name, addon } => addon::update(self, call, &name, &addon),
-            E::DeleteAddon { name, addon } => resources::delete(self, call, &name, Kind::Addon, &addon),
+            E::DeleteAddon { name, addon } => {
+                resources::delete(self, call, &name, Kind::Addon, &addon)
+            }
             E::DescribeAddonVersions => catalog::describe_addon_versions(call),
             E::DescribeAddonConfiguration => catalog::describe_addon_configuration(call),
             E::CreateAccessEntry { name } => access::create(self, call, &name),
@@ -357,34 +380,58 @@ impl Eks {
                 resources::describe(self, call, &name, Kind::AccessEntry, &principal)
             }
             E::ListAccessEntries { name } => access::list(self, call, &name),
-            E::UpdateAccessEntry { name, principal } => access::update(self, call, &name, &principal),
-            E::DeleteAccessEntry { name, principal } => access::delete(self, call, &name, &principal),
-            E::AssociateAccessPolicy { name, principal } => access::associate(self, call, &name, &principal),
-            E::DisassociateAccessPolicy { name, principal, policy } => {
-                access::disassociate(self, call, &name, &principal, &policy)
+            E::UpdateAccessEntry { name, principal } => {
+                access::update(self, call, &name, &principal)
             }
+            E::DeleteAccessEntry { name, principal } => {
+                access::delete(self, call, &name, &principal)
+            }
+            E::AssociateAccessPolicy { name, principal } => {
+                access::associate(self, call, &name, &principal)
+            }
+            E::DisassociateAccessPolicy {
+                name,
+                principal,
+                policy,
+            } => access::disassociate(self, call, &name, &principal, &policy),
             E::ListAssociatedAccessPolicies { name, principal } => {
                 access::list_associated(self, call, &name, &principal)
             }
             E::ListAccessPolicies => catalog::list_access_policies(call),
-            E::CreateFargateProfile { name } => resources::create_fargate_profile(self, call, &name),
+            E::CreateFargateProfile { name } => {
+                resources::create_fargate_profile(self, call, &name)
+            }
             E::DescribeFargateProfile { name, profile } => {
                 resources::describe(self, call, &name, Kind::FargateProfile, &profile)
             }
-            E::ListFargateProfiles { name } => resources::list_names(self, call, &name, Kind::FargateProfile),
+            E::ListFargateProfiles { name } => {
+                resources::list_names(self, call, &name, Kind::FargateProfile)
+            }
             E::DeleteFargateProfile { name, profile } => {
                 resources::delete(self, call, &name, Kind::FargateProfile, &profile)
             }
-            E::AssociateIdentityProviderConfig { name } => resources::associate_idp(self, call, &name),
-            E::DescribeIdentityProviderConfig { name } => resources::describe_idp(self, call, &name),
+            E::AssociateIdentityProviderConfig { name } => {
+                resources::associate_idp(self, call, &name)
+            }
+            E::DescribeIdentityProviderConfig { name } => {
+                resources::describe_idp(self, call, &name)
+            }
             E::ListIdentityProviderConfigs { name } => resources::list_idps(self, call, &name),
-            E::DisassociateIdentityProviderConfig { name } => resources::disassociate_idp(self, call, &name),
-            E::CreatePodIdentityAssociation { name } => resources::create_pod_identity(self, call, &name),
+            E::DisassociateIdentityProviderConfig { name } => {
+                resources::disassociate_idp(self, call, &name)
+            }
+            E::CreatePodIdentityAssociation { name } => {
+                resources::create_pod_identity(self, call, &name)
+            }
             E::DescribePodIdentityAssociation { name, id } => {
                 resources::describe(self, call, &name, Kind::PodIdentityAssociation, &id)
             }
-            E::ListPodIdentityAssociations { name } => resources::list_pod_identities(self, call, &name),
-            E::UpdatePodIdentityAssociation { name, id } => resources::update_pod_identity(self, call, &name, &id),
+            E::ListPodIdentityAssociations { name } => {
+                resources::list_pod_identities(self, call, &name)
+            }
+            E::UpdatePodIdentityAssociation { name, id } => {
+                resources::update_pod_identity(self, call, &name, &id)
+            }
             E::DeletePodIdentityAssociation { name, id } => {
                 resources::delete(self, call, &name, Kind::PodIdentityAssociation, &id)
             }
@@ -393,16 +440,22 @@ impl Eks {
                 resources::describe(self, call, &name, Kind::Capability, &capability)
             }
             E::ListCapabilities { name } => resources::list_capabilities(self, call, &name),
-            E::UpdateCapability { name, capability } => resources::update_capability(self, call, &name, &capability),
+            E::UpdateCapability { name, capability } => {
+                resources::update_capability(self, call, &name, &capability)
+            }
             E::DeleteCapability { name, capability } => {
                 resources::delete(self, call, &name, Kind::Capability, &capability)
             }
             E::ListInsights { name } => extras::list_insights(self, call, &name),
             E::DescribeInsight { name, id } => extras::describe_insight(self, call, &name, &id),
             E::StartInsightsRefresh { name } => extras::start_insights_refresh(self, call, &name),
-            E::DescribeInsightsRefresh { name } => extras::describe_insights_refresh(self, call, &name),
+            E::DescribeInsightsRefresh { name } => {
+                extras::describe_insights_refresh(self, call, &name)
+            }
             E::CreateEksAnywhereSubscription => extras::create_subscription(self, call),
-            E::DescribeEksAnywhereSubscription { id } => extras::describe_subscription(self, call, &id),
+            E::DescribeEksAnywhereSubscription { id } => {
+                extras::describe_subscription(self, call, &id)
+            }
             E::ListEksAnywhereSubscriptions => extras::list_subscriptions(self, call),
             E::UpdateEksAnywhereSubscription { id } => extras::update_subscription(self, call, &id),
             E::DeleteEksAnywhereSubscription { id } => extras::delete_subscription(self, call, &id),

@@ -49,7 +49,10 @@ pub fn node_pools(cs: &ClusterState, region: &str) -> Vec<NodePool> {
                 .and_then(|v| v.get(0))
                 .and_then(Value::as_str)
                 .unwrap_or(DEFAULT_INSTANCE_TYPE);
-            let capacity = o.get("capacityType").and_then(Value::as_str).unwrap_or("ON_DEMAND");
+            let capacity = o
+                .get("capacityType")
+                .and_then(Value::as_str)
+                .unwrap_or("ON_DEMAND");
             let mut labels: BTreeMap<String, String> =
                 o.get("labels").and_then(string_map).unwrap_or_default();
             for (k, v) in [
@@ -74,9 +77,18 @@ pub fn node_pools(cs: &ClusterState, region: &str) -> Vec<NodePool> {
                 .into_iter()
                 .flatten()
                 .map(|t| Taint {
-                    key: t.get("key").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                    value: t.get("value").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                    effect: effect(t.get("effect").and_then(Value::as_str).unwrap_or_default()).to_owned(),
+                    key: t
+                        .get("key")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    value: t
+                        .get("value")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    effect: effect(t.get("effect").and_then(Value::as_str).unwrap_or_default())
+                        .to_owned(),
                 })
                 .collect();
             let count = o
@@ -115,9 +127,9 @@ fn check_taints(v: &Value) -> Result<(), Error> {
     let ok = v.as_array().is_some_and(|ts| {
         ts.iter().all(|t| {
             t.get("key").is_some_and(Value::is_string)
-                && t.get("effect")
-                    .and_then(Value::as_str)
-                    .is_some_and(|e| ["NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"].contains(&e))
+                && t.get("effect").and_then(Value::as_str).is_some_and(|e| {
+                    ["NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"].contains(&e)
+                })
         })
     });
     if ok {
@@ -214,7 +226,11 @@ fn mark_updating(eks: &Eks, call: &Call, cs: &mut ClusterState, name: &str) {
     }
 }
 
-fn require_group_active(cs: &mut ClusterState, cluster: &str, name: &str) -> Result<Map<String, Value>, Error> {
+fn require_group_active(
+    cs: &mut ClusterState,
+    cluster: &str,
+    name: &str,
+) -> Result<Map<String, Value>, Error> {
     let item = get(cs, Kind::Nodegroup, cluster, name)?;
     if item.status() != "ACTIVE" {
         return Err(Error::ResourceInUse(format!(
@@ -233,8 +249,16 @@ pub fn update_config(eks: &Eks, call: &Call, cluster: &str, name: &str) -> Resul
         let mut obj = require_group_active(cs, cluster, name)?;
         let mut params: Vec<(&str, String)> = Vec::new();
         if let Some(s) = b.get("scalingConfig").and_then(Value::as_object) {
-            let mut scaling = obj.get("scalingConfig").and_then(Value::as_object).cloned().unwrap_or_default();
-            for (k, p) in [("desiredSize", "DesiredSize"), ("minSize", "MinSize"), ("maxSize", "MaxSize")] {
+            let mut scaling = obj
+                .get("scalingConfig")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            for (k, p) in [
+                ("desiredSize", "DesiredSize"),
+                ("minSize", "MinSize"),
+                ("maxSize", "MaxSize"),
+            ] {
                 if let Some(v) = s.get(k).filter(|v| scaling.get(k) != Some(*v)) {
                     scaling.insert(k.into(), v.clone());
                     params.push((p, v.to_string()));
@@ -244,8 +268,14 @@ pub fn update_config(eks: &Eks, call: &Call, cluster: &str, name: &str) -> Resul
             obj.insert("scalingConfig".into(), Value::Object(scaling));
         }
         if let Some(l) = b.get("labels") {
-            let add = l.get("addOrUpdateLabels").and_then(string_map).unwrap_or_default();
-            let remove: Vec<String> = l.get("removeLabels").and_then(crate::wire::string_list).unwrap_or_default();
+            let add = l
+                .get("addOrUpdateLabels")
+                .and_then(string_map)
+                .unwrap_or_default();
+            let remove: Vec<String> = l
+                .get("removeLabels")
+                .and_then(crate::wire::string_list)
+                .unwrap_or_default();
             let mut labels = obj.get("labels").and_then(string_map).unwrap_or_default();
             if !add.is_empty() {
                 labels.extend(add.clone());
@@ -262,7 +292,11 @@ pub fn update_config(eks: &Eks, call: &Call, cluster: &str, name: &str) -> Resul
             check_taints(&add)?;
             let remove = t.get("removeTaints").cloned().unwrap_or(json!([]));
             let key = |v: &Value| v.get("key").and_then(Value::as_str).map(str::to_owned);
-            let mut taints: Vec<Value> = obj.get("taints").and_then(Value::as_array).cloned().unwrap_or_default();
+            let mut taints: Vec<Value> = obj
+                .get("taints")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
             let drop: Vec<Option<String>> = remove
                 .as_array()
                 .into_iter()
@@ -281,7 +315,10 @@ pub fn update_config(eks: &Eks, call: &Call, cluster: &str, name: &str) -> Resul
             obj.insert("taints".into(), Value::Array(taints));
         }
         if let Some(u) = b.get("updateConfig") {
-            for (k, p) in [("maxUnavailable", "MaxUnavailable"), ("maxUnavailablePercentage", "MaxUnavailablePercentage")] {
+            for (k, p) in [
+                ("maxUnavailable", "MaxUnavailable"),
+                ("maxUnavailablePercentage", "MaxUnavailablePercentage"),
+            ] {
                 if let Some(v) = u.get(k) {
                     params.push((p, v.to_string()));
                 }
@@ -289,7 +326,10 @@ pub fn update_config(eks: &Eks, call: &Call, cluster: &str, name: &str) -> Resul
             obj.insert("updateConfig".into(), u.clone());
         }
         if let Some(r) = b.get("nodeRepairConfig") {
-            params.push(("NodeRepairEnabled", r.get("enabled").map(Value::to_string).unwrap_or_default()));
+            params.push((
+                "NodeRepairEnabled",
+                r.get("enabled").map(Value::to_string).unwrap_or_default(),
+            ));
             obj.insert("nodeRepairConfig".into(), r.clone());
         }
         if params.is_empty() {
@@ -298,7 +338,14 @@ pub fn update_config(eks: &Eks, call: &Call, cluster: &str, name: &str) -> Resul
         if let Ok(item) = get(cs, Kind::Nodegroup, cluster, name) {
             item.obj = obj;
         }
-        let out = update::record(eks, call, cs, UpdateTarget::Nodegroup(name.to_owned()), "ConfigUpdate", params);
+        let out = update::record(
+            eks,
+            call,
+            cs,
+            UpdateTarget::Nodegroup(name.to_owned()),
+            "ConfigUpdate",
+            params,
+        );
         mark_updating(eks, call, cs, name);
         Ok(json!({ "update": out }))
     })
@@ -317,10 +364,19 @@ pub fn update_version(eks: &Eks, call: &Call, cluster: &str, name: &str) -> Resu
                 rec.version
             )));
         }
-        let release = b.str("releaseVersion").map(str::to_owned).unwrap_or_else(|| release_version(&version));
-        let mut params = vec![("Version", version.clone()), ("ReleaseVersion", release.clone())];
+        let release = b
+            .str("releaseVersion")
+            .map(str::to_owned)
+            .unwrap_or_else(|| release_version(&version));
+        let mut params = vec![
+            ("Version", version.clone()),
+            ("ReleaseVersion", release.clone()),
+        ];
         if let Some(lt) = b.get("launchTemplate") {
-            for (k, p) in [("name", "LaunchTemplateName"), ("version", "LaunchTemplateVersion")] {
+            for (k, p) in [
+                ("name", "LaunchTemplateName"),
+                ("version", "LaunchTemplateVersion"),
+            ] {
                 if let Some(v) = lt.get(k).and_then(Value::as_str) {
                     params.push((p, v.to_owned()));
                 }
@@ -332,7 +388,14 @@ pub fn update_version(eks: &Eks, call: &Call, cluster: &str, name: &str) -> Resu
         if let Ok(item) = get(cs, Kind::Nodegroup, cluster, name) {
             item.obj = obj;
         }
-        let out = update::record(eks, call, cs, UpdateTarget::Nodegroup(name.to_owned()), "VersionUpdate", params);
+        let out = update::record(
+            eks,
+            call,
+            cs,
+            UpdateTarget::Nodegroup(name.to_owned()),
+            "VersionUpdate",
+            params,
+        );
         mark_updating(eks, call, cs, name);
         Ok(json!({ "update": out }))
     })

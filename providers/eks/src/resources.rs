@@ -32,15 +32,26 @@ pub fn not_found(kind: Kind, cluster: &str, key: &str) -> Error {
         Kind::AccessEntry => format!(
             "The specified principalArn could not be found. You can view your available access entries with 'list-access-entries'. ({key})"
         ),
-        Kind::IdentityProviderConfig => format!("No identity provider config found with name: {key}."),
-        Kind::PodIdentityAssociation => format!("No pod identity association found with id: {key}."),
+        Kind::IdentityProviderConfig => {
+            format!("No identity provider config found with name: {key}.")
+        }
+        Kind::PodIdentityAssociation => {
+            format!("No pod identity association found with id: {key}.")
+        }
         Kind::Capability => format!("No capability found with name: {key}."),
     })
 }
 
 /// The item `key` of `kind`, or the EKS not-found error.
-pub fn get<'a>(cs: &'a mut ClusterState, kind: Kind, cluster: &str, key: &str) -> Result<&'a mut Item, Error> {
-    cs.of(kind).get_mut(key).ok_or_else(|| not_found(kind, cluster, key))
+pub fn get<'a>(
+    cs: &'a mut ClusterState,
+    kind: Kind,
+    cluster: &str,
+    key: &str,
+) -> Result<&'a mut Item, Error> {
+    cs.of(kind)
+        .get_mut(key)
+        .ok_or_else(|| not_found(kind, cluster, key))
 }
 
 /// Stores a new item, `status` `creating` until the transition passes (at once
@@ -55,7 +66,10 @@ pub fn insert(
     (creating, active): (&'static str, &'static str),
 ) -> Result<Value, Error> {
     if cs.of(kind).contains_key(key) {
-        return Err(Error::ResourceInUse(format!("{} already exists with name: {key}", kind.noun())));
+        return Err(Error::ResourceInUse(format!(
+            "{} already exists with name: {key}",
+            kind.noun()
+        )));
     }
     let pending = eks.after(call.now, eks.settings.transition, Some(active));
     obj["status"] = json!(if pending.is_some() { creating } else { active });
@@ -66,7 +80,13 @@ pub fn insert(
 }
 
 /// Describe{Nodegroup,Addon,FargateProfile,AccessEntry,PodIdentityAssociation,Capability}.
-pub fn describe(eks: &Eks, call: &Call, cluster: &str, kind: Kind, key: &str) -> Result<Value, Error> {
+pub fn describe(
+    eks: &Eks,
+    call: &Call,
+    cluster: &str,
+    kind: Kind,
+    key: &str,
+) -> Result<Value, Error> {
     eks.with_cluster(call, cluster, |_, cs| {
         let item = get(cs, kind, cluster, key)?;
         Ok(json!({ wire_key(kind): item.value() }))
@@ -89,7 +109,13 @@ pub fn list_names(eks: &Eks, call: &Call, cluster: &str, kind: Kind) -> Result<V
 
 /// Delete{Nodegroup,Addon,FargateProfile,PodIdentityAssociation,Capability}:
 /// `DELETING` for the grace, then gone. Node groups must be settled first.
-pub fn delete(eks: &Eks, call: &Call, cluster: &str, kind: Kind, key: &str) -> Result<Value, Error> {
+pub fn delete(
+    eks: &Eks,
+    call: &Call,
+    cluster: &str,
+    kind: Kind,
+    key: &str,
+) -> Result<Value, Error> {
     eks.with_cluster(call, cluster, |_, cs| {
         let grace = eks.settings.deletion_grace;
         let item = get(cs, kind, cluster, key)?;
@@ -124,7 +150,10 @@ pub fn create_fargate_profile(eks: &Eks, call: &Call, cluster: &str) -> Result<V
     let role = b.required("podExecutionRoleArn")?;
     let selectors = b.get("selectors").cloned().unwrap_or(json!([]));
     match selectors.as_array() {
-        Some(s) if (1..=5).contains(&s.len()) && s.iter().all(|x| x.get("namespace").is_some_and(Value::is_string)) => {}
+        Some(s)
+            if (1..=5).contains(&s.len())
+                && s.iter()
+                    .all(|x| x.get("namespace").is_some_and(Value::is_string)) => {}
         _ => {
             return Err(Error::InvalidParameter(
                 "selectors must hold between 1 and 5 selectors, each with a namespace.".into(),
@@ -144,7 +173,15 @@ pub fn create_fargate_profile(eks: &Eks, call: &Call, cluster: &str) -> Result<V
     });
     eks.with_cluster(call, cluster, |rec, cs| {
         crate::nodegroup::require_cluster_active(rec)?;
-        let out = insert(eks, call, cs, Kind::FargateProfile, &name, obj, ("CREATING", "ACTIVE"))?;
+        let out = insert(
+            eks,
+            call,
+            cs,
+            Kind::FargateProfile,
+            &name,
+            obj,
+            ("CREATING", "ACTIVE"),
+        )?;
         Ok(json!({ "fargateProfile": out }))
     })
 }
@@ -168,7 +205,9 @@ pub fn associate_idp(eks: &Eks, call: &Call, cluster: &str) -> Result<Value, Err
     let issuer = field("issuerUrl")?;
     let client = field("clientId")?;
     if !issuer.starts_with("https://") {
-        return Err(Error::InvalidParameter("issuerUrl must be an https URL.".into()));
+        return Err(Error::InvalidParameter(
+            "issuerUrl must be an https URL.".into(),
+        ));
     }
     let tags = call.body.string_map("tags")?;
     let mut obj = json!({
@@ -179,21 +218,38 @@ pub fn associate_idp(eks: &Eks, call: &Call, cluster: &str) -> Result<Value, Err
         "clientId": client,
         "tags": tags,
     });
-    for k in ["usernameClaim", "usernamePrefix", "groupsClaim", "groupsPrefix", "requiredClaims"] {
+    for k in [
+        "usernameClaim",
+        "usernamePrefix",
+        "groupsClaim",
+        "groupsPrefix",
+        "requiredClaims",
+    ] {
         if let Some(v) = oidc.get(k) {
             obj[k] = v.clone();
         }
     }
     eks.with_cluster(call, cluster, |rec, cs| {
         crate::nodegroup::require_cluster_active(rec)?;
-        insert(eks, call, cs, Kind::IdentityProviderConfig, &name, obj, ("CREATING", "ACTIVE"))?;
+        insert(
+            eks,
+            call,
+            cs,
+            Kind::IdentityProviderConfig,
+            &name,
+            obj,
+            ("CREATING", "ACTIVE"),
+        )?;
         let out = update::record(
             eks,
             call,
             cs,
             UpdateTarget::Cluster,
             "AssociateIdentityProviderConfig",
-            vec![("IdentityProviderConfig", json!([{ "type": "oidc", "name": name }]).to_string())],
+            vec![(
+                "IdentityProviderConfig",
+                json!([{ "type": "oidc", "name": name }]).to_string(),
+            )],
         );
         Ok(json!({ "update": out, "tags": tags }))
     })
@@ -205,7 +261,9 @@ fn idp_name(call: &Call) -> Result<String, Error> {
         .get("identityProviderConfig")
         .ok_or_else(|| Error::InvalidParameter("identityProviderConfig is required.".into()))?;
     if c.get("type").and_then(Value::as_str) != Some("oidc") {
-        return Err(Error::InvalidParameter("identityProviderConfig.type must be oidc.".into()));
+        return Err(Error::InvalidParameter(
+            "identityProviderConfig.type must be oidc.".into(),
+        ));
     }
     c.get("name")
         .and_then(Value::as_str)
@@ -252,7 +310,10 @@ pub fn disassociate_idp(eks: &Eks, call: &Call, cluster: &str) -> Result<Value, 
             cs,
             UpdateTarget::Cluster,
             "DisassociateIdentityProviderConfig",
-            vec![("IdentityProviderConfig", json!([{ "type": "oidc", "name": name }]).to_string())],
+            vec![(
+                "IdentityProviderConfig",
+                json!([{ "type": "oidc", "name": name }]).to_string(),
+            )],
         );
         Ok(json!({ "update": out }))
     })
@@ -284,7 +345,8 @@ pub fn create_pod_identity(eks: &Eks, call: &Call, cluster: &str) -> Result<Valu
     }
     eks.with_cluster(call, cluster, |_, cs| {
         let taken = cs.list(Kind::PodIdentityAssociation).any(|(_, i)| {
-            i.obj.get("namespace") == Some(&json!(ns)) && i.obj.get("serviceAccount") == Some(&json!(sa))
+            i.obj.get("namespace") == Some(&json!(ns))
+                && i.obj.get("serviceAccount") == Some(&json!(sa))
         });
         if taken {
             return Err(Error::ResourceInUse(format!(
@@ -305,11 +367,24 @@ pub fn list_pod_identities(eks: &Eks, call: &Call, cluster: &str) -> Result<Valu
         let items: Vec<Value> = cs
             .list(Kind::PodIdentityAssociation)
             .map(|(_, i)| &i.obj)
-            .filter(|o| q.get("namespace").is_none_or(|n| o.get("namespace") == Some(&json!(n))))
-            .filter(|o| q.get("serviceAccount").is_none_or(|s| o.get("serviceAccount") == Some(&json!(s))))
+            .filter(|o| {
+                q.get("namespace")
+                    .is_none_or(|n| o.get("namespace") == Some(&json!(n)))
+            })
+            .filter(|o| {
+                q.get("serviceAccount")
+                    .is_none_or(|s| o.get("serviceAccount") == Some(&json!(s)))
+            })
             .map(|o| {
                 let mut s = serde_json::Map::new();
-                for k in ["clusterName", "namespace", "serviceAccount", "associationArn", "associationId", "ownerArn"] {
+                for k in [
+                    "clusterName",
+                    "namespace",
+                    "serviceAccount",
+                    "associationArn",
+                    "associationId",
+                    "ownerArn",
+                ] {
                     if let Some(v) = o.get(k) {
                         s.insert(k.into(), v.clone());
                     }
@@ -323,7 +398,12 @@ pub fn list_pod_identities(eks: &Eks, call: &Call, cluster: &str) -> Result<Valu
 }
 
 /// UpdatePodIdentityAssociation.
-pub fn update_pod_identity(eks: &Eks, call: &Call, cluster: &str, id: &str) -> Result<Value, Error> {
+pub fn update_pod_identity(
+    eks: &Eks,
+    call: &Call,
+    cluster: &str,
+    id: &str,
+) -> Result<Value, Error> {
     let b = &call.body;
     eks.with_cluster(call, cluster, |_, cs| {
         let item = get(cs, Kind::PodIdentityAssociation, cluster, id)?;
@@ -345,7 +425,9 @@ pub fn create_capability(eks: &Eks, call: &Call, cluster: &str) -> Result<Value,
     let name = b.required("capabilityName")?.to_owned();
     let kind = b.required("type")?;
     if !CAPABILITY_TYPES.contains(&kind) {
-        return Err(Error::InvalidParameter(format!("Unsupported capability type {kind}.")));
+        return Err(Error::InvalidParameter(format!(
+            "Unsupported capability type {kind}."
+        )));
     }
     let mut obj = json!({
         "capabilityName": name,
@@ -365,7 +447,15 @@ pub fn create_capability(eks: &Eks, call: &Call, cluster: &str) -> Result<Value,
     }
     eks.with_cluster(call, cluster, |rec, cs| {
         crate::nodegroup::require_cluster_active(rec)?;
-        let out = insert(eks, call, cs, Kind::Capability, &name, obj, ("CREATING", "ACTIVE"))?;
+        let out = insert(
+            eks,
+            call,
+            cs,
+            Kind::Capability,
+            &name,
+            obj,
+            ("CREATING", "ACTIVE"),
+        )?;
         Ok(json!({ "capability": out }))
     })
 }
@@ -377,7 +467,15 @@ pub fn list_capabilities(eks: &Eks, call: &Call, cluster: &str) -> Result<Value,
             .list(Kind::Capability)
             .map(|(_, i)| {
                 let mut s = serde_json::Map::new();
-                for k in ["capabilityName", "arn", "type", "status", "version", "createdAt", "modifiedAt"] {
+                for k in [
+                    "capabilityName",
+                    "arn",
+                    "type",
+                    "status",
+                    "version",
+                    "createdAt",
+                    "modifiedAt",
+                ] {
                     if let Some(v) = i.obj.get(k) {
                         s.insert(k.into(), v.clone());
                     }
@@ -391,22 +489,41 @@ pub fn list_capabilities(eks: &Eks, call: &Call, cluster: &str) -> Result<Value,
 }
 
 /// UpdateCapability.
-pub fn update_capability(eks: &Eks, call: &Call, cluster: &str, name: &str) -> Result<Value, Error> {
+pub fn update_capability(
+    eks: &Eks,
+    call: &Call,
+    cluster: &str,
+    name: &str,
+) -> Result<Value, Error> {
     let b = &call.body;
     eks.with_cluster(call, cluster, |_, cs| {
         let item = get(cs, Kind::Capability, cluster, name)?;
         if item.status() != "ACTIVE" {
-            return Err(Error::ResourceInUse(format!("Capability {name} is in {} status.", item.status())));
+            return Err(Error::ResourceInUse(format!(
+                "Capability {name} is in {} status.",
+                item.status()
+            )));
         }
         let mut params = Vec::new();
-        for (k, p) in [("roleArn", "RoleArn"), ("configuration", "Configuration"), ("deletePropagationPolicy", "DeletePropagationPolicy")] {
+        for (k, p) in [
+            ("roleArn", "RoleArn"),
+            ("configuration", "Configuration"),
+            ("deletePropagationPolicy", "DeletePropagationPolicy"),
+        ] {
             if let Some(v) = b.get(k) {
                 item.obj.insert(k.into(), v.clone());
                 params.push((p, v.to_string()));
             }
         }
         item.obj.insert("modifiedAt".into(), epoch(call.now));
-        let out = update::record(eks, call, cs, UpdateTarget::Capability(name.to_owned()), "ConfigUpdate", params);
+        let out = update::record(
+            eks,
+            call,
+            cs,
+            UpdateTarget::Capability(name.to_owned()),
+            "ConfigUpdate",
+            params,
+        );
         Ok(json!({ "update": out }))
     })
 }

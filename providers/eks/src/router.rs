@@ -83,7 +83,11 @@ pub enum Endpoint {
     /// `GET /clusters/{name}/updates/{updateId}`
     DescribeUpdate { name: String, id: String },
     /// `DELETE /clusters/{name}/access-entries/{principalArn}/access-policies/{policyArn}`
-    DisassociateAccessPolicy { name: String, principal: String, policy: String },
+    DisassociateAccessPolicy {
+        name: String,
+        principal: String,
+        policy: String,
+    },
     /// `POST /clusters/{name}/identity-provider-configs/disassociate`
     DisassociateIdentityProviderConfig { name: String },
     /// `GET /clusters/{name}/access-entries`
@@ -168,7 +172,10 @@ impl Endpoint {
             ("POST", ["clusters", n, "update-config"]) => E::UpdateClusterConfig { name: s(n) },
             ("POST", ["clusters", n, "updates"]) => E::UpdateClusterVersion { name: s(n) },
             ("GET", ["clusters", n, "updates"]) => E::ListUpdates { name: s(n) },
-            ("GET", ["clusters", n, "updates", id]) => E::DescribeUpdate { name: s(n), id: s(id) },
+            ("GET", ["clusters", n, "updates", id]) => E::DescribeUpdate {
+                name: s(n),
+                id: s(id),
+            },
             ("POST", ["clusters", n, "encryption-config", "associate"]) => {
                 E::AssociateEncryptionConfig { name: s(n) }
             }
@@ -196,8 +203,14 @@ impl Endpoint {
             }
             ("GET", ["clusters", n, "addons"]) => E::ListAddons { name: s(n) },
             ("POST", ["clusters", n, "addons"]) => E::CreateAddon { name: s(n) },
-            ("GET", ["clusters", n, "addons", a]) => E::DescribeAddon { name: s(n), addon: s(a) },
-            ("DELETE", ["clusters", n, "addons", a]) => E::DeleteAddon { name: s(n), addon: s(a) },
+            ("GET", ["clusters", n, "addons", a]) => E::DescribeAddon {
+                name: s(n),
+                addon: s(a),
+            },
+            ("DELETE", ["clusters", n, "addons", a]) => E::DeleteAddon {
+                name: s(n),
+                addon: s(a),
+            },
             ("POST", ["clusters", n, "addons", a, "update"]) => E::UpdateAddon {
                 name: s(n),
                 addon: s(a),
@@ -267,13 +280,22 @@ impl Endpoint {
                 E::CreatePodIdentityAssociation { name: s(n) }
             }
             ("GET", ["clusters", n, "pod-identity-associations", id]) => {
-                E::DescribePodIdentityAssociation { name: s(n), id: s(id) }
+                E::DescribePodIdentityAssociation {
+                    name: s(n),
+                    id: s(id),
+                }
             }
             ("POST", ["clusters", n, "pod-identity-associations", id]) => {
-                E::UpdatePodIdentityAssociation { name: s(n), id: s(id) }
+                E::UpdatePodIdentityAssociation {
+                    name: s(n),
+                    id: s(id),
+                }
             }
             ("DELETE", ["clusters", n, "pod-identity-associations", id]) => {
-                E::DeletePodIdentityAssociation { name: s(n), id: s(id) }
+                E::DeletePodIdentityAssociation {
+                    name: s(n),
+                    id: s(id),
+                }
             }
             ("GET", ["clusters", n, "capabilities"]) => E::ListCapabilities { name: s(n) },
             ("POST", ["clusters", n, "capabilities"]) => E::CreateCapability { name: s(n) },
@@ -290,8 +312,13 @@ impl Endpoint {
                 capability: s(c),
             },
             ("POST", ["clusters", n, "insights"]) => E::ListInsights { name: s(n) },
-            ("GET", ["clusters", n, "insights", id]) => E::DescribeInsight { name: s(n), id: s(id) },
-            ("GET", ["clusters", n, "insights-refresh"]) => E::DescribeInsightsRefresh { name: s(n) },
+            ("GET", ["clusters", n, "insights", id]) => E::DescribeInsight {
+                name: s(n),
+                id: s(id),
+            },
+            ("GET", ["clusters", n, "insights-refresh"]) => {
+                E::DescribeInsightsRefresh { name: s(n) }
+            }
             ("POST", ["clusters", n, "insights-refresh"]) => E::StartInsightsRefresh { name: s(n) },
             ("GET", ["cluster-versions"]) => E::DescribeClusterVersions,
             ("POST", ["cluster-registrations"]) => E::RegisterCluster,
@@ -326,7 +353,14 @@ mod tests {
 
     #[test]
     fn unknown_paths_are_errors_not_panics() {
-        for path in ["", "//", "/clusters/a/b/c/d", "/nope", "/clusters//addons", "/tags/%zz"] {
+        for path in [
+            "",
+            "//",
+            "/clusters/a/b/c/d",
+            "/nope",
+            "/clusters//addons",
+            "/tags/%zz",
+        ] {
             assert!(Endpoint::parse(&Method::GET, path).is_err(), "{path}");
         }
         assert_eq!(

@@ -146,7 +146,11 @@ impl Update {
     pub fn render(&self, now: DateTime<Utc>) -> Value {
         let mut obj = self.obj.clone();
         obj.insert("id".into(), json!(self.id));
-        let status = if now >= self.done_at { "Successful" } else { "InProgress" };
+        let status = if now >= self.done_at {
+            "Successful"
+        } else {
+            "InProgress"
+        };
         obj.insert("status".into(), json!(status));
         Value::Object(obj)
     }

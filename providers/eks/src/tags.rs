@@ -19,7 +19,9 @@ fn with_tags<T>(
 ) -> Result<T, Error> {
     let parts: Vec<&str> = arn.splitn(6, ':').collect();
     let [_, _, "eks", region, account, resource] = parts.as_slice() else {
-        return Err(Error::BadRequest(format!("{arn} is not a valid EKS resource ARN.")));
+        return Err(Error::BadRequest(format!(
+            "{arn} is not a valid EKS resource ARN."
+        )));
     };
     let missing = || Error::NotFound(format!("Resource {arn} was not found."));
     if let Some(name) = resource.strip_prefix("cluster/") {
@@ -68,16 +70,23 @@ fn with_tags<T>(
 
 /// TagResource.
 pub fn tag(eks: &Eks, call: &Call, arn: &str) -> Result<Value, Error> {
-    let new = call.body.string_map("tags").map_err(|e| Error::BadRequest(e.to_string()))?;
+    let new = call
+        .body
+        .string_map("tags")
+        .map_err(|e| Error::BadRequest(e.to_string()))?;
     if new.is_empty() {
         return Err(Error::BadRequest("tags must name at least one tag.".into()));
     }
     if new.keys().any(|k| k.starts_with("aws:")) {
-        return Err(Error::BadRequest("Tag keys starting with aws: are reserved.".into()));
+        return Err(Error::BadRequest(
+            "Tag keys starting with aws: are reserved.".into(),
+        ));
     }
     with_tags(eks, arn, |tags| {
         if tags.len() + new.keys().filter(|k| !tags.contains_key(*k)).count() > 50 {
-            return Err(Error::BadRequest("A resource can have at most 50 tags.".into()));
+            return Err(Error::BadRequest(
+                "A resource can have at most 50 tags.".into(),
+            ));
         }
         tags.extend(new);
         Ok(json!({}))
@@ -88,7 +97,9 @@ pub fn tag(eks: &Eks, call: &Call, arn: &str) -> Result<Value, Error> {
 pub fn untag(eks: &Eks, call: &Call, arn: &str) -> Result<Value, Error> {
     let keys = call.query.all("tagKeys").to_vec();
     if keys.is_empty() {
-        return Err(Error::BadRequest("tagKeys must name at least one key.".into()));
+        return Err(Error::BadRequest(
+            "tagKeys must name at least one key.".into(),
+        ));
     }
     with_tags(eks, arn, |tags| {
         tags.retain(|k, _| !keys.contains(k));

@@ -40,7 +40,8 @@ pub struct EksTokenAuthenticator {
 
 impl std::fmt::Debug for EksTokenAuthenticator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EksTokenAuthenticator").finish_non_exhaustive()
+        f.debug_struct("EksTokenAuthenticator")
+            .finish_non_exhaustive()
     }
 }
 
@@ -57,7 +58,11 @@ impl EksTokenAuthenticator {
     /// An authenticator on `clock`, with the credentials of `settings` and the
     /// access entries of `state`.
     pub fn new(clock: SharedClock, settings: Arc<Settings>, state: Arc<State>) -> Self {
-        Self { clock, settings, state }
+        Self {
+            clock,
+            settings,
+            state,
+        }
     }
 
     /// Verifies `token` for the cluster named `cluster` at the clock's now.
@@ -100,7 +105,9 @@ impl EksTokenAuthenticator {
         if signed != "host;x-k8s-aws-id" {
             return Err("token must sign exactly host and x-k8s-aws-id".into());
         }
-        let expires: i64 = one("X-Amz-Expires")?.parse().map_err(|_| "bad X-Amz-Expires")?;
+        let expires: i64 = one("X-Amz-Expires")?
+            .parse()
+            .map_err(|_| "bad X-Amz-Expires")?;
         if !(0..=900).contains(&expires) {
             return Err("X-Amz-Expires must be at most 900 seconds".into());
         }
@@ -153,7 +160,11 @@ impl EksTokenAuthenticator {
                 .as_ref()
                 .to_vec();
         }
-        let expected = hex(hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, &key), string_to_sign.as_bytes()).as_ref());
+        let expected = hex(hmac::sign(
+            &hmac::Key::new(hmac::HMAC_SHA256, &key),
+            string_to_sign.as_bytes(),
+        )
+        .as_ref());
         let given = one("X-Amz-Signature")?;
         // Compared in constant time: the signature is a secret-derived value.
         let same = expected.len() == given.len()
@@ -163,7 +174,9 @@ impl EksTokenAuthenticator {
                 .fold(0u8, |acc, (a, b)| acc | (a ^ b))
                 == 0;
         if !same {
-            return Err(format!("token signature does not verify for cluster {cluster}"));
+            return Err(format!(
+                "token signature does not verify for cluster {cluster}"
+            ));
         }
         Ok(Some(VerifiedToken {
             access_key: akid.to_owned(),
@@ -181,17 +194,25 @@ impl EksTokenAuthenticator {
             .unwrap_or_default();
         let mut user = UserInfo {
             username: principal.clone(),
-            uid: format!("aws-iam-authenticator:{}:{}", self.settings.account, token.access_key),
+            uid: format!(
+                "aws-iam-authenticator:{}:{}",
+                self.settings.account, token.access_key
+            ),
             groups: vec!["system:authenticated".into()],
             ..UserInfo::default()
         };
         user.extra.insert("arn".into(), vec![principal.clone()]);
-        user.extra.insert("accessKeyId".into(), vec![token.access_key.clone()]);
+        user.extra
+            .insert("accessKeyId".into(), vec![token.access_key.clone()]);
         let clusters = self.state.clusters.lock();
         let Some(cs) = clusters.get(&cluster.id) else {
             return user;
         };
-        if let Some(entry) = cs.items.get(&Kind::AccessEntry).and_then(|m| m.get(&principal)) {
+        if let Some(entry) = cs
+            .items
+            .get(&Kind::AccessEntry)
+            .and_then(|m| m.get(&principal))
+        {
             if let Some(name) = entry.obj.get("username").and_then(|v| v.as_str()) {
                 user.username = name.replace("{{SessionName}}", &token.access_key);
             }
@@ -206,20 +227,24 @@ impl EksTokenAuthenticator {
         }
         let admin = access_policy_arn("AmazonEKSClusterAdminPolicy");
         if let Some(policies) = cs.policies.get(&principal) {
-            if policies
-                .get(&admin)
-                .is_some_and(|p| p.pointer("/accessScope/type").and_then(|t| t.as_str()) == Some("cluster"))
-            {
+            if policies.get(&admin).is_some_and(|p| {
+                p.pointer("/accessScope/type").and_then(|t| t.as_str()) == Some("cluster")
+            }) {
                 user.groups.push("system:masters".into());
             }
-            user.extra.insert("accessPolicies".into(), policies.keys().cloned().collect());
+            user.extra
+                .insert("accessPolicies".into(), policies.keys().cloned().collect());
         }
         user
     }
 }
 
 impl TokenAuthenticator for EksTokenAuthenticator {
-    fn authenticate(&self, cluster: &ClusterRecord, token: &str) -> Result<Option<UserInfo>, String> {
+    fn authenticate(
+        &self,
+        cluster: &ClusterRecord,
+        token: &str,
+    ) -> Result<Option<UserInfo>, String> {
         match self.verify(&cluster.name, token)? {
             Some(verified) => Ok(Some(self.user(cluster, &verified))),
             None => Ok(None),

@@ -19,7 +19,8 @@ pub fn record(
     kind: &str,
     params: Vec<(&str, String)>,
 ) -> Value {
-    let done_at = call.now + chrono::Duration::from_std(eks.settings.transition).unwrap_or(chrono::Duration::MAX);
+    let done_at = call.now
+        + chrono::Duration::from_std(eks.settings.transition).unwrap_or(chrono::Duration::MAX);
     let params: Vec<Value> = params
         .into_iter()
         .map(|(t, v)| json!({ "type": t, "value": v }))
@@ -41,7 +42,11 @@ pub fn record(
 /// The target the `nodegroupName` / `addonName` / `capabilityName` query names.
 fn target(call: &Call) -> UpdateTarget {
     let q = &call.query;
-    match (q.get("nodegroupName"), q.get("addonName"), q.get("capabilityName")) {
+    match (
+        q.get("nodegroupName"),
+        q.get("addonName"),
+        q.get("capabilityName"),
+    ) {
         (Some(n), _, _) => UpdateTarget::Nodegroup(n.to_owned()),
         (_, Some(a), _) => UpdateTarget::Addon(a.to_owned()),
         (_, _, Some(c)) => UpdateTarget::Capability(c.to_owned()),

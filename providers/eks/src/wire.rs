@@ -86,7 +86,8 @@ impl Query {
 
     /// A boolean query parameter (`true` as botocore sends it).
     pub fn flag(&self, key: &str) -> bool {
-        self.get(key).is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        self.get(key)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
     }
 }
 
@@ -102,8 +103,12 @@ impl Body {
         }
         match serde_json::from_slice(bytes) {
             Ok(Value::Object(map)) => Ok(Self(map)),
-            Ok(_) => Err(Error::BadRequest("The request body must be a JSON object.".into())),
-            Err(e) => Err(Error::BadRequest(format!("The request body is not valid JSON: {e}"))),
+            Ok(_) => Err(Error::BadRequest(
+                "The request body must be a JSON object.".into(),
+            )),
+            Err(e) => Err(Error::BadRequest(format!(
+                "The request body is not valid JSON: {e}"
+            ))),
         }
     }
 
@@ -119,9 +124,9 @@ impl Body {
 
     /// A required string member, or the InvalidParameterException EKS answers.
     pub fn required(&self, key: &str) -> Result<&str, Error> {
-        self.str(key)
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| Error::InvalidParameter(format!("{key} is required and must be a non-empty string.")))
+        self.str(key).filter(|s| !s.is_empty()).ok_or_else(|| {
+            Error::InvalidParameter(format!("{key} is required and must be a non-empty string."))
+        })
     }
 
     /// A `{string: string}` member such as `tags` or `labels`.
@@ -138,8 +143,9 @@ impl Body {
     pub fn string_list(&self, key: &str) -> Result<Vec<String>, Error> {
         match self.get(key) {
             None => Ok(Vec::new()),
-            Some(v) => string_list(v)
-                .ok_or_else(|| Error::InvalidParameter(format!("{key} must be a list of strings."))),
+            Some(v) => string_list(v).ok_or_else(|| {
+                Error::InvalidParameter(format!("{key} must be a list of strings."))
+            }),
         }
     }
 }
@@ -154,7 +160,10 @@ pub fn string_map(v: &Value) -> Option<BTreeMap<String, String>> {
 
 /// A JSON list of strings.
 pub fn string_list(v: &Value) -> Option<Vec<String>> {
-    v.as_array()?.iter().map(|v| v.as_str().map(str::to_owned)).collect()
+    v.as_array()?
+        .iter()
+        .map(|v| v.as_str().map(str::to_owned))
+        .collect()
 }
 
 /// An instant as EKS sends it: epoch seconds as a JSON number (SDKs for Go and
@@ -165,7 +174,11 @@ pub fn epoch(t: DateTime<Utc>) -> Value {
 
 /// The page of `items` a list call asks for. `nextToken` is the offset of the
 /// next page, as an opaque string; `maxResults` is capped at `cap`.
-pub fn paginate<T: Clone>(items: &[T], query: &Query, cap: usize) -> Result<(Vec<T>, Option<String>), Error> {
+pub fn paginate<T: Clone>(
+    items: &[T],
+    query: &Query,
+    cap: usize,
+) -> Result<(Vec<T>, Option<String>), Error> {
     paginate_with(items, query.get("maxResults"), query.get("nextToken"), cap)
 }
 
