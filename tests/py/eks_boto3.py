@@ -3,6 +3,7 @@ waiters, and every operation of botocore's EKS model called once with valid
 input.
 
     python3 eks_boto3.py flow       # asserts the flow, exits non-zero on failure
+    python3 eks_boto3.py terraform  # terraform-provider-aws's call sequences
     python3 eks_boto3.py all-ops    # prints {"Operation": "ok" | "<error code>"}
     python3 eks_boto3.py bench N    # runs the all-ops sequence N times, prints
                                     # {"ops": covered, "requests": n, "seconds": t}
@@ -98,6 +99,105 @@ def flow():
     print("flow ok")
 
 
+def poll(fn, done, tries=30):
+    """Polls as terraform's state refreshers do (without their sleeps)."""
+    for _ in range(tries):
+        try:
+            out = fn()
+        except botocore.exceptions.ClientError as e:
+            out = e
+        if done(out):
+            return out
+    raise AssertionError(f"never reached the wanted state: {out}")
+
+
+def gone(out):
+    return isinstance(out, botocore.exceptions.ClientError) and code(out) == "ResourceNotFoundException"
+
+
+def update_done(eks, **kw):
+    u = poll(lambda: eks.describe_update(**kw)["update"], lambda u: u["status"] != "InProgress")
+    assert u["status"] == "Successful", u
+
+
+def terraform():
+    """The calls aws_eks_cluster, aws_eks_node_group and aws_eks_addon make
+    (create, wait, read, update + DescribeUpdate, tags, delete, wait gone),
+    after the provider's STS identity check."""
+    sts = boto3.client("sts", region_name="us-east-1")
+    ident = sts.get_caller_identity()
+    assert ident["Account"] == "000000000000" and ident["Arn"].endswith(":user/test"), ident
+    eks = client()
+    # aws_eks_cluster
+    eks.create_cluster(name="tf", roleArn=ROLE, version="1.32",
+                       resourcesVpcConfig={"subnetIds": ["subnet-a", "subnet-b"], "endpointPrivateAccess": False,
+                                           "endpointPublicAccess": True},
+                       accessConfig={"authenticationMode": "API_AND_CONFIG_MAP",
+                                     "bootstrapClusterCreatorAdminPermissions": True},
+                       tags={"Name": "tf"})
+    c = poll(lambda: eks.describe_cluster(name="tf")["cluster"], lambda c: c["status"] == "ACTIVE")
+    assert c["accessConfig"]["authenticationMode"] == "API_AND_CONFIG_MAP", c
+    u = eks.update_cluster_version(name="tf", version="1.33")["update"]
+    update_done(eks, name="tf", updateId=u["id"])
+    u = eks.update_cluster_config(name="tf", resourcesVpcConfig={"endpointPrivateAccess": True,
+                                                                 "endpointPublicAccess": True})["update"]
+    assert u["type"] == "EndpointAccessUpdate", u
+    update_done(eks, name="tf", updateId=u["id"])
+    u = eks.update_cluster_config(name="tf", accessConfig={"authenticationMode": "API"})["update"]
+    update_done(eks, name="tf", updateId=u["id"])
+    u = eks.associate_encryption_config(clusterName="tf", encryptionConfig=[
+        {"resources": ["secrets"], "provider": {"keyArn": "arn:aws:kms:us-east-1:000000000000:key/k"}}])["update"]
+    update_done(eks, name="tf", updateId=u["id"])
+    arn = eks.describe_cluster(name="tf")["cluster"]["arn"]
+    eks.untag_resource(resourceArn=arn, tagKeys=["Name"])
+    eks.tag_resource(resourceArn=arn, tags={"Env": "test"})
+    c = eks.describe_cluster(name="tf")["cluster"]
+    assert c["tags"] == {"Env": "test"} and c["version"] == "1.33", c
+    assert c["resourcesVpcConfig"]["endpointPrivateAccess"] is True, c
+    assert c["accessConfig"]["authenticationMode"] == "API", c
+
+    # aws_eks_node_group
+    eks.create_nodegroup(clusterName="tf", nodegroupName="ng", nodeRole=ROLE, subnets=["subnet-a"],
+                         scalingConfig={"minSize": 1, "maxSize": 3, "desiredSize": 1},
+                         instanceTypes=["m5.large"], labels={"a": "b"},
+                         taints=[{"key": "k", "value": "v", "effect": "NO_EXECUTE"}],
+                         updateConfig={"maxUnavailable": 1}, tags={"Name": "ng"})
+    poll(lambda: eks.describe_nodegroup(clusterName="tf", nodegroupName="ng")["nodegroup"],
+         lambda n: n["status"] == "ACTIVE")
+    u = eks.update_nodegroup_config(clusterName="tf", nodegroupName="ng",
+                                    scalingConfig={"minSize": 1, "maxSize": 5, "desiredSize": 3},
+                                    labels={"addOrUpdateLabels": {"c": "d"}, "removeLabels": ["a"]},
+                                    taints={"removeTaints": [{"key": "k", "value": "v", "effect": "NO_EXECUTE"}]},
+                                    updateConfig={"maxUnavailablePercentage": 50})["update"]
+    update_done(eks, name="tf", updateId=u["id"], nodegroupName="ng")
+    u = eks.update_nodegroup_version(clusterName="tf", nodegroupName="ng", version="1.33")["update"]
+    update_done(eks, name="tf", updateId=u["id"], nodegroupName="ng")
+    n = eks.describe_nodegroup(clusterName="tf", nodegroupName="ng")["nodegroup"]
+    assert n["labels"] == {"c": "d"} and n["taints"] == [] and n["scalingConfig"]["desiredSize"] == 3, n
+    assert n["version"] == "1.33", n
+
+    # aws_eks_addon
+    versions = eks.describe_addon_versions(addonName="kube-proxy", kubernetesVersion="1.33")["addons"][0]["addonVersions"]
+    eks.create_addon(clusterName="tf", addonName="kube-proxy", addonVersion=versions[-1]["addonVersion"],
+                     resolveConflicts="OVERWRITE", tags={"Name": "kp"})
+    poll(lambda: eks.describe_addon(clusterName="tf", addonName="kube-proxy")["addon"],
+         lambda a: a["status"] == "ACTIVE")
+    u = eks.update_addon(clusterName="tf", addonName="kube-proxy", addonVersion=versions[0]["addonVersion"],
+                         resolveConflicts="OVERWRITE", configurationValues='{"mode":"ipvs"}')["update"]
+    update_done(eks, name="tf", updateId=u["id"], addonName="kube-proxy")
+    a = eks.describe_addon(clusterName="tf", addonName="kube-proxy")["addon"]
+    assert a["addonVersion"] == versions[0]["addonVersion"] and a["configurationValues"] == '{"mode":"ipvs"}', a
+
+    # Destroy, in terraform's dependency order.
+    eks.delete_addon(clusterName="tf", addonName="kube-proxy", preserve=False)
+    poll(lambda: eks.describe_addon(clusterName="tf", addonName="kube-proxy"), gone)
+    eks.delete_nodegroup(clusterName="tf", nodegroupName="ng")
+    poll(lambda: eks.describe_nodegroup(clusterName="tf", nodegroupName="ng"), gone)
+    eks.delete_cluster(name="tf")
+    poll(lambda: eks.describe_cluster(name="tf"), gone)
+    print("terraform ok")
+
+
 def all_ops(eks, n):
     """Every operation once, in an order where each has what it needs. Yields
     (operation, thunk)."""
@@ -188,6 +288,8 @@ def main():
     mode = sys.argv[1]
     if mode == "flow":
         flow()
+    elif mode == "terraform":
+        terraform()
     elif mode == "all-ops":
         eks = client()
         results = run_all(eks, 0)

@@ -13,6 +13,15 @@ use crate::{Call, Eks, access, update};
 
 const AUTH_MODES: [&str; 3] = ["CONFIG_MAP", "API", "API_AND_CONFIG_MAP"];
 
+/// The order EKS lets authentication modes move in.
+fn rank(mode: &str) -> usize {
+    match mode {
+        "CONFIG_MAP" => 0,
+        "API_AND_CONFIG_MAP" => 1,
+        _ => 2,
+    }
+}
+
 /// EKS cluster names: a letter or digit, then letters, digits, `-` and `_`.
 fn valid_name(name: &str) -> bool {
     let mut chars = name.chars();
@@ -321,12 +330,8 @@ pub fn update_config(eks: &Eks, call: &Call, name: &str) -> Result<Value, Error>
                             "Unsupported authentication mode {m}."
                         )));
                     }
-                    // EKS only ever widens: CONFIG_MAP → API_AND_CONFIG_MAP → API.
-                    Some(m)
-                        if AUTH_MODES.iter().position(|x| *x == m)
-                            < AUTH_MODES.iter().position(|x| *x == current)
-                            || (current == "API" && m != "API") =>
-                    {
+                    // EKS only moves CONFIG_MAP → API_AND_CONFIG_MAP → API.
+                    Some(m) if rank(m) < rank(current) => {
                         return Err(Error::InvalidParameter(format!(
                             "Unsupported authentication mode update from {current} to {m}"
                         )));
