@@ -53,7 +53,11 @@ async fn terraform_call_sequences() {
     blocking(move || {
         let out = script(&sandbox, &endpoint, "terraform");
         assert!(out.status.success(), "{}", text(&out));
-        assert!(String::from_utf8_lossy(&out.stdout).contains("terraform ok"), "{}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("terraform ok"),
+            "{}",
+            text(&out)
+        );
     })
     .await;
     running.stop().await;
