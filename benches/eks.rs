@@ -3,7 +3,8 @@
 //! in order, ROUNDS times) against each server. Prints the operations each
 //! answers successfully and the requests per second boto3 gets (one client,
 //! sequential; boto3's own signing and parsing are part of every figure).
-//! Asserts nothing.
+//! kemu runs with `--no-dataplane`: this measures the facade, not cluster
+//! listeners. Asserts nothing.
 //!
 //! Needs `moto_server` (`pip install 'moto[server]'`). Run with
 //! `cargo bench --bench eks` (builds kemu in release).
