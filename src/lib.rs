@@ -58,6 +58,7 @@ pub struct KemuBuilder {
     clock: SharedClock,
     config: Config,
     dataplane: bool,
+    aks: kemu_aks::AksConfig,
 }
 
 impl KemuBuilder {
@@ -70,6 +71,12 @@ impl KemuBuilder {
     /// Sets the advertise and bind hosts.
     pub fn config(mut self, config: Config) -> Self {
         self.config = config;
+        self
+    }
+
+    /// Configures the AKS facade (service principals, provisioning delay).
+    pub fn aks_config(mut self, config: kemu_aks::AksConfig) -> Self {
+        self.aks = config;
         self
     }
 
@@ -91,10 +98,11 @@ impl KemuBuilder {
             inner: Arc::new(Inner {
                 clock: self.clock,
                 config: self.config,
-                registry,
+                registry: registry.clone(),
                 dataplane: Mutex::new(None),
                 facade_ca,
                 facade_cert,
+                aks: kemu_aks::Aks::with_config(registry.clone(), self.aks),
             }),
         };
         if self.dataplane {
@@ -118,6 +126,8 @@ struct Inner {
     dataplane: Mutex<Option<DataPlane>>,
     facade_ca: ClusterCa,
     facade_cert: CertAndKey,
+    /// One AKS facade, so every mount shares its resource groups and operations.
+    aks: kemu_aks::Aks,
 }
 
 impl std::fmt::Debug for Kemu {
@@ -136,6 +146,7 @@ impl Kemu {
             clock: SystemClock::shared(),
             config: Config::default(),
             dataplane: true,
+            aks: kemu_aks::AksConfig::default(),
         }
     }
 
@@ -192,7 +203,7 @@ impl Kemu {
     /// Mounts the AKS facade: `App::new().configure(kemu.aks())`. Serve it over
     /// HTTPS ([`Kemu::facade_tls`]): `az` refuses plain HTTP.
     pub fn aks(&self) -> impl Fn(&mut ServiceConfig) + Clone + Send + 'static {
-        let facade = kemu_aks::Aks::new(self.inner.registry.clone());
+        let facade = self.inner.aks.clone();
         move |cfg| facade.clone().configure(cfg)
     }
 
