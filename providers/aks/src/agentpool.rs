@@ -45,7 +45,9 @@ pub struct PoolSet<'a> {
 pub fn apply(set: &mut PoolSet<'_>, name: &str, props: &Map<String, Value>) -> Result<(), Error> {
     let valid_name = name.len() <= 12
         && name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
     if !valid_name {
         return Err(Error::InvalidParameter(format!(
             "Agent pool name '{name}' is invalid: it must start with a lowercase letter, contain only lowercase letters and numbers, and be at most 12 characters long."
@@ -53,7 +55,12 @@ pub fn apply(set: &mut PoolSet<'_>, name: &str, props: &Map<String, Value>) -> R
     }
     let existing = set.pools.iter().position(|p| p.name == name);
     let old_props = set.extra[name].as_object().cloned();
-    let str_of = |k: &str| props.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let str_of = |k: &str| {
+        props
+            .get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
 
     let mode = str_of("mode")
         .or_else(|| old_props.as_ref()?.get("mode")?.as_str())
@@ -161,7 +168,11 @@ pub fn pool_set<'a>(record: &'a mut ClusterRecord, node_resource_group: &'a str)
 
 /// `key=value:Effect` (value optional).
 fn parse_taint(text: &str) -> Result<Taint, Error> {
-    let invalid = || Error::InvalidParameter(format!("Taint '{text}' is invalid: expected key=value:Effect."));
+    let invalid = || {
+        Error::InvalidParameter(format!(
+            "Taint '{text}' is invalid: expected key=value:Effect."
+        ))
+    };
     let (kv, effect) = text.rsplit_once(':').ok_or_else(invalid)?;
     if !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&effect) {
         return Err(invalid());
@@ -179,7 +190,10 @@ fn parse_taint(text: &str) -> Result<Taint, Error> {
 
 fn pool_not_found(path: &ClusterPath, pool: &str) -> Error {
     Error::ResourceNotFound {
-        kind: format!("Microsoft.ContainerService/managedClusters/{}/agentPools", path.name),
+        kind: format!(
+            "Microsoft.ContainerService/managedClusters/{}/agentPools",
+            path.name
+        ),
         name: pool.to_owned(),
         resource_group: path.resource_group.clone(),
     }
@@ -208,7 +222,13 @@ pub fn get(aks: &Aks, path: &ClusterPath, pool: &str) -> Result<HttpResponse, Er
 }
 
 /// `PUT …/agentPools/{p}`: add a pool (201) or change one (200).
-pub fn put(aks: &Aks, ctx: &Ctx, path: &ClusterPath, pool: &str, body: &Value) -> Result<HttpResponse, Error> {
+pub fn put(
+    aks: &Aks,
+    ctx: &Ctx,
+    path: &ClusterPath,
+    pool: &str,
+    body: &Value,
+) -> Result<HttpResponse, Error> {
     let record = cluster::find(aks, path)?;
     cluster::require_idle(&record)?;
     let props = body["properties"].as_object().cloned().unwrap_or_default();
@@ -227,7 +247,11 @@ pub fn put(aks: &Aks, ctx: &Ctx, path: &ClusterPath, pool: &str, body: &Value) -
     let state = if created { "Creating" } else { "Updating" };
     let mut out = render::agent_pool(&record, p);
     out["properties"]["provisioningState"] = json!(state);
-    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     let (sub, _, location) = render::scope_of(&record);
     Ok(operation::accepted(ctx, status, sub, location, &op, false).json(out))
 }
@@ -240,7 +264,12 @@ pub fn delete(aks: &Aks, ctx: &Ctx, path: &ClusterPath, pool: &str) -> Result<Ht
         return Ok(HttpResponse::NoContent().finish());
     };
     cluster::require_idle(&record)?;
-    let is_system = |p: &NodePool| p.labels.get("kubernetes.azure.com/mode").map(String::as_str) == Some("system");
+    let is_system = |p: &NodePool| {
+        p.labels
+            .get("kubernetes.azure.com/mode")
+            .map(String::as_str)
+            == Some("system")
+    };
     if is_system(target) && record.node_pools.iter().filter(|p| is_system(p)).count() == 1 {
         return Err(Error::OperationNotAllowed(format!(
             "Cannot delete agent pool '{pool}': it is the last System mode pool of cluster '{}'.",
@@ -261,5 +290,8 @@ pub fn delete(aks: &Aks, ctx: &Ctx, path: &ClusterPath, pool: &str) -> Result<Ht
 
 /// Whether the record is busy with a write.
 pub fn busy(lifecycle: Lifecycle) -> bool {
-    matches!(lifecycle, Lifecycle::Provisioning | Lifecycle::Updating | Lifecycle::Deleting)
+    matches!(
+        lifecycle,
+        Lifecycle::Provisioning | Lifecycle::Updating | Lifecycle::Deleting
+    )
 }

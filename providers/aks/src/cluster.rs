@@ -68,7 +68,8 @@ pub fn begin_update(aks: &Aks, draft: &mut ClusterRecord) {
         draft.lifecycle = Lifecycle::Running;
         draft.pending = None;
     } else {
-        let done = aks.registry.clock().now() + chrono::Duration::from_std(delay).unwrap_or_default();
+        let done =
+            aks.registry.clock().now() + chrono::Duration::from_std(delay).unwrap_or_default();
         draft.lifecycle = Lifecycle::Updating;
         draft.pending = Some((done, Some(Lifecycle::Running)));
     }
@@ -93,10 +94,17 @@ fn parse_tags(body: &Value) -> Result<Option<std::collections::BTreeMap<String, 
         Value::Null => Ok(None),
         Value::Object(map) => Ok(Some(
             map.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.as_str().map_or_else(|| v.to_string(), str::to_owned),
+                    )
+                })
                 .collect(),
         )),
-        _ => Err(Error::InvalidRequestContent("tags must be an object of strings".into())),
+        _ => Err(Error::InvalidRequestContent(
+            "tags must be an object of strings".into(),
+        )),
     }
 }
 
@@ -113,7 +121,11 @@ fn echoed(props: &Map<String, Value>) -> Value {
 
 /// Applies every `agentPoolProfiles[]` entry; the first pool is the System
 /// pool when the request names none.
-fn apply_profiles(set: &mut PoolSet<'_>, props: &Map<String, Value>, creating: bool) -> Result<(), Error> {
+fn apply_profiles(
+    set: &mut PoolSet<'_>,
+    props: &Map<String, Value>,
+    creating: bool,
+) -> Result<(), Error> {
     let profiles = props
         .get("agentPoolProfiles")
         .and_then(Value::as_array)
@@ -127,14 +139,21 @@ fn apply_profiles(set: &mut PoolSet<'_>, props: &Map<String, Value>, creating: b
     let any_system = profiles.iter().any(|p| p["mode"] == "System");
     for (i, profile) in profiles.iter().enumerate() {
         let mut p = profile.as_object().cloned().unwrap_or_default();
-        let name = p.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let name = p
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         if creating && i == 0 && !any_system && p.get("mode").is_none_or(Value::is_null) {
             p.insert("mode".into(), json!("System"));
         }
         agentpool::apply(set, &name, &p)?;
     }
     if !set.pools.iter().any(|p| {
-        p.labels.get("kubernetes.azure.com/mode").map(String::as_str) == Some("system")
+        p.labels
+            .get("kubernetes.azure.com/mode")
+            .map(String::as_str)
+            == Some("system")
     }) {
         return Err(Error::InvalidParameter(
             "A managed cluster must have at least one agent pool in System mode.".into(),
@@ -166,7 +185,11 @@ pub fn put(aks: &Aks, ctx: &Ctx, path: &ClusterPath, body: &Value) -> Result<Htt
             let mut draft = existing.clone();
             draft.version = minor.to_owned();
             let node_rg = render::node_resource_group(&existing);
-            apply_profiles(&mut agentpool::pool_set(&mut draft, &node_rg), &props, false)?;
+            apply_profiles(
+                &mut agentpool::pool_set(&mut draft, &node_rg),
+                &props,
+                false,
+            )?;
             if let Some(tags) = tags {
                 draft.tags = tags;
             }
@@ -178,10 +201,17 @@ pub fn put(aks: &Aks, ctx: &Ctx, path: &ClusterPath, body: &Value) -> Result<Htt
             begin_update(aks, &mut draft);
             (StatusCode::OK, commit(aks, draft)?)
         }
-        Err(_) => (StatusCode::CREATED, create(aks, path, body, &props, minor, &requested, tags)?),
+        Err(_) => (
+            StatusCode::CREATED,
+            create(aks, path, body, &props, minor, &requested, tags)?,
+        ),
     };
     let op = operation::start(aks);
-    let state = if status == StatusCode::CREATED { "Creating" } else { "Updating" };
+    let state = if status == StatusCode::CREATED {
+        "Creating"
+    } else {
+        "Updating"
+    };
     let out = operation::in_progress(render::managed_cluster(&record), state);
     let (sub, _, location) = render::scope_of(&record);
     Ok(operation::accepted(ctx, status, sub, location, &op, false).json(out))
@@ -273,7 +303,10 @@ fn list_where(aks: &Aks, subscription: &str, group: Option<&str>) -> HttpRespons
                 subscription: s,
                 resource_group: rg,
                 ..
-            } => s.eq_ignore_ascii_case(subscription) && group.is_none_or(|g| g.eq_ignore_ascii_case(rg)),
+            } => {
+                s.eq_ignore_ascii_case(subscription)
+                    && group.is_none_or(|g| g.eq_ignore_ascii_case(rg))
+            }
             _ => false,
         })
         .iter()
@@ -290,7 +323,11 @@ pub fn list(aks: &Aks, subscription: &str) -> HttpResponse {
 /// `GET …/resourceGroups/{rg}/providers/Microsoft.ContainerService/managedClusters`.
 pub fn list_in_group(aks: &Aks, path: &GroupPath) -> Result<HttpResponse, Error> {
     group::find(aks, &path.subscription, &path.resource_group)?;
-    Ok(list_where(aks, &path.subscription, Some(&path.resource_group)))
+    Ok(list_where(
+        aks,
+        &path.subscription,
+        Some(&path.resource_group),
+    ))
 }
 
 /// `DELETE`: 202 with the operation URLs, 204 when there is no such cluster.
@@ -298,7 +335,8 @@ pub fn delete(aks: &Aks, ctx: &Ctx, path: &ClusterPath) -> Result<HttpResponse, 
     let Ok(record) = find(aks, path) else {
         return Ok(HttpResponse::NoContent().finish());
     };
-    aks.registry.delete(&record.id, aks.config.provisioning_delay)?;
+    aks.registry
+        .delete(&record.id, aks.config.provisioning_delay)?;
     let op = operation::start(aks);
     let (sub, _, location) = render::scope_of(&record);
     Ok(operation::accepted(ctx, StatusCode::ACCEPTED, sub, location, &op, true).finish())
@@ -319,7 +357,11 @@ pub enum CredentialKind {
 /// a client certificate from the cluster CA. Only when the data plane serves
 /// the cluster; otherwise a clear ARM error instead of a kubeconfig that
 /// cannot work.
-pub fn credentials(aks: &Aks, path: &ClusterPath, kind: CredentialKind) -> Result<HttpResponse, Error> {
+pub fn credentials(
+    aks: &Aks,
+    path: &ClusterPath,
+    kind: CredentialKind,
+) -> Result<HttpResponse, Error> {
     let record = find(aks, path)?;
     let local_disabled = record.extra[Extra::PROPERTIES]["disableLocalAccounts"] == json!(true);
     if kind == CredentialKind::Admin && local_disabled {
@@ -362,7 +404,10 @@ pub fn upgrade_profile(aks: &Aks, path: &ClusterPath) -> Result<HttpResponse, Er
         .iter()
         .map(|p| {
             let props = render::pool_properties(&record, p);
-            let version = props["orchestratorVersion"].as_str().unwrap_or(&record.version).to_owned();
+            let version = props["orchestratorVersion"]
+                .as_str()
+                .unwrap_or(&record.version)
+                .to_owned();
             json!({
                 "name": p.name,
                 "kubernetesVersion": versions::patch(&version),
@@ -388,7 +433,12 @@ pub fn upgrade_profile(aks: &Aks, path: &ClusterPath) -> Result<HttpResponse, Er
 }
 
 /// `POST …/start` and `…/stop`: the power state, as a long-running action.
-pub fn set_power(aks: &Aks, ctx: &Ctx, path: &ClusterPath, running: bool) -> Result<HttpResponse, Error> {
+pub fn set_power(
+    aks: &Aks,
+    ctx: &Ctx,
+    path: &ClusterPath,
+    running: bool,
+) -> Result<HttpResponse, Error> {
     let record = find(aks, path)?;
     require_idle(&record)?;
     let mut draft = record.clone();
@@ -427,7 +477,11 @@ pub fn maintenance_configurations(aks: &Aks, path: &ClusterPath) -> Result<HttpR
 }
 
 /// `GET …/maintenanceConfigurations/{name}`: absent, as on a new cluster.
-pub fn maintenance_configuration(aks: &Aks, path: &ClusterPath, name: &str) -> Result<HttpResponse, Error> {
+pub fn maintenance_configuration(
+    aks: &Aks,
+    path: &ClusterPath,
+    name: &str,
+) -> Result<HttpResponse, Error> {
     find(aks, path)?;
     Err(Error::ResourceNotFound {
         kind: format!("{KIND}/{}/maintenanceConfigurations", path.name),

@@ -12,7 +12,9 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum Error {
     /// The resource does not exist.
-    #[error("The Resource '{kind}/{name}' under resource group '{resource_group}' was not found. For more details please go to https://aka.ms/ARMResourceNotFoundFix")]
+    #[error(
+        "The Resource '{kind}/{name}' under resource group '{resource_group}' was not found. For more details please go to https://aka.ms/ARMResourceNotFoundFix"
+    )]
     ResourceNotFound {
         /// Resource type, e.g. `Microsoft.ContainerService/managedClusters`.
         kind: String,
@@ -43,7 +45,9 @@ pub enum Error {
     #[error("{0}")]
     InvalidParameter(String),
     /// The Kubernetes version is not offered.
-    #[error("Version {0} is not supported in this region. Please use [az aks get-versions] command to get the supported version list in this region.")]
+    #[error(
+        "Version {0} is not supported in this region. Please use [az aks get-versions] command to get the supported version list in this region."
+    )]
     VersionNotSupported(String),
     /// The request is valid but not in the resource's current state.
     #[error("{0}")]
@@ -55,10 +59,14 @@ pub enum Error {
     #[error("The access token expiry UTC time '{0}' is earlier than current UTC time.")]
     ExpiredToken(String),
     /// Azure AD: the client secret does not match.
-    #[error("AADSTS7000215: Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID, for a secret added to app '{0}'.")]
+    #[error(
+        "AADSTS7000215: Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID, for a secret added to app '{0}'."
+    )]
     InvalidClientSecret(String),
     /// Azure AD: no such application in the tenant.
-    #[error("AADSTS700016: Application with identifier '{client_id}' was not found in the directory '{tenant}'. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant. You may have sent your authentication request to the wrong tenant.")]
+    #[error(
+        "AADSTS700016: Application with identifier '{client_id}' was not found in the directory '{tenant}'. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant. You may have sent your authentication request to the wrong tenant."
+    )]
     UnknownClient {
         /// Client id asked for.
         client_id: String,

@@ -43,7 +43,11 @@ pub fn put(aks: &Aks, path: &GroupPath, body: &Value) -> Result<HttpResponse, Er
     let tags = match &body["tags"] {
         Value::Null => json!({}),
         t @ Value::Object(_) => t.clone(),
-        _ => return Err(Error::InvalidRequestContent("tags must be an object".into())),
+        _ => {
+            return Err(Error::InvalidRequestContent(
+                "tags must be an object".into(),
+            ));
+        }
     };
     let key = group_key(&path.subscription, &path.resource_group);
     let mut groups = aks.state.groups.lock();

@@ -173,7 +173,9 @@ pub fn check_bearer(authorization: Option<&str>, now: DateTime<Utc>) -> Result<(
     };
     let exp = claims(token).and_then(|c| c["exp"].as_i64());
     match exp.and_then(|e| DateTime::<Utc>::from_timestamp(e, 0)) {
-        Some(exp) if exp <= now => Err(Error::ExpiredToken(exp.format("%m/%d/%Y %H:%M:%S").to_string())),
+        Some(exp) if exp <= now => Err(Error::ExpiredToken(
+            exp.format("%m/%d/%Y %H:%M:%S").to_string(),
+        )),
         _ => Ok(()),
     }
 }
@@ -285,7 +287,9 @@ mod tests {
 
     #[test]
     fn form_values_are_decoded() {
-        let f = parse_form(b"scope=https%3A%2F%2Fmanagement.core.windows.net%2F%2F.default&a=b+c&bad=%zz&end=%4");
+        let f = parse_form(
+            b"scope=https%3A%2F%2Fmanagement.core.windows.net%2F%2F.default&a=b+c&bad=%zz&end=%4",
+        );
         assert_eq!(f["scope"], "https://management.core.windows.net//.default");
         assert_eq!(f["a"], "b c");
         assert_eq!(f["bad"], "%zz");

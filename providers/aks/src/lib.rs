@@ -105,7 +105,12 @@ impl Aks {
             .clone()
     }
 
-    async fn run(&self, req: &HttpRequest, body: &Bytes, endpoint: Endpoint) -> Result<HttpResponse, Error> {
+    async fn run(
+        &self,
+        req: &HttpRequest,
+        body: &Bytes,
+        endpoint: Endpoint,
+    ) -> Result<HttpResponse, Error> {
         let ctx = Ctx {
             base: format!("https://{}", req.connection_info().host()),
             api_version: router::require_api_version(req.query_string()).unwrap_or_default(),
@@ -119,12 +124,16 @@ impl Aks {
         use Endpoint as E;
         match endpoint {
             E::MetadataEndpoints => Ok(identity::metadata(&ctx.base, &ctx.api_version)),
-            E::OpenIdConfiguration { tenant } => Ok(identity::openid_configuration(self, &ctx.base, &tenant)),
+            E::OpenIdConfiguration { tenant } => {
+                Ok(identity::openid_configuration(self, &ctx.base, &tenant))
+            }
             E::Token { tenant } => identity::token(self, &ctx.base, &tenant, body),
             E::SigningKeys => Ok(identity::signing_keys()),
             E::ListTenants => Ok(identity::tenants(self)),
             E::ListSubscriptions => Ok(identity::subscriptions(self)),
-            E::GetSubscription { subscription } => Ok(identity::get_subscription(self, &subscription)),
+            E::GetSubscription { subscription } => {
+                Ok(identity::get_subscription(self, &subscription))
+            }
             E::GetProvider { namespace } | E::RegisterProvider { namespace } => {
                 let sub = req.path().split('/').nth(2).unwrap_or_default();
                 Ok(identity::provider(sub, &namespace))
@@ -146,7 +155,9 @@ impl Aks {
             E::GetCluster(path) => cluster::get(self, &path),
             E::DeleteCluster(path) => cluster::delete(self, &ctx, &path),
             E::ListUserCredential(path) => cluster::credentials(self, &path, CredentialKind::User),
-            E::ListAdminCredential(path) => cluster::credentials(self, &path, CredentialKind::Admin),
+            E::ListAdminCredential(path) => {
+                cluster::credentials(self, &path, CredentialKind::Admin)
+            }
             E::ListMonitoringCredential(path) => {
                 cluster::credentials(self, &path, CredentialKind::Monitoring)
             }
@@ -156,8 +167,12 @@ impl Aks {
             E::ResetServicePrincipalProfile(path) => {
                 cluster::reset_profile(self, &ctx, &path, "servicePrincipalProfile", &json()?)
             }
-            E::ResetAadProfile(path) => cluster::reset_profile(self, &ctx, &path, "aadProfile", &json()?),
-            E::ListMaintenanceConfigurations(path) => cluster::maintenance_configurations(self, &path),
+            E::ResetAadProfile(path) => {
+                cluster::reset_profile(self, &ctx, &path, "aadProfile", &json()?)
+            }
+            E::ListMaintenanceConfigurations(path) => {
+                cluster::maintenance_configurations(self, &path)
+            }
             E::GetMaintenanceConfiguration(path, name) => {
                 cluster::maintenance_configuration(self, &path, &name)
             }
@@ -187,7 +202,12 @@ impl ApiHandler for Aks {
         Ok(endpoint)
     }
 
-    async fn handle(&self, req: HttpRequest, body: Bytes, endpoint: Endpoint) -> Result<HttpResponse, Error> {
+    async fn handle(
+        &self,
+        req: HttpRequest,
+        body: Bytes,
+        endpoint: Endpoint,
+    ) -> Result<HttpResponse, Error> {
         let mut resp = self.run(&req, &body, endpoint).await?;
         // ARM stamps every answer with a request id and echoes the caller's ids.
         let request_id = uuid::Uuid::new_v4().to_string();

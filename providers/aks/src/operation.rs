@@ -20,7 +20,10 @@ pub fn start(aks: &Aks) -> Operation {
         done_at: now + delay,
         failure: None,
     };
-    aks.state.operations.lock().insert(op.id.clone(), op.clone());
+    aks.state
+        .operations
+        .lock()
+        .insert(op.id.clone(), op.clone());
     op
 }
 
@@ -41,12 +44,18 @@ pub fn accepted(
     let mut resp = HttpResponse::build(status);
     resp.insert_header((
         "Azure-AsyncOperation",
-        format!("{prefix}/operations/{}?api-version={}", op.id, ctx.api_version),
+        format!(
+            "{prefix}/operations/{}?api-version={}",
+            op.id, ctx.api_version
+        ),
     ));
     if with_location {
         resp.insert_header((
             "Location",
-            format!("{prefix}/operationresults/{}?api-version={}", op.id, ctx.api_version),
+            format!(
+                "{prefix}/operationresults/{}?api-version={}",
+                op.id, ctx.api_version
+            ),
         ));
     }
     resp.insert_header(("Retry-After", "1"));

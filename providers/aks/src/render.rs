@@ -164,7 +164,10 @@ pub fn pool_properties(record: &ClusterRecord, pool: &NodePool) -> Value {
     }
     props.insert("count".into(), json!(pool.count));
     props.insert("vmSize".into(), json!(pool.machine_type));
-    props.insert("currentOrchestratorVersion".into(), json!(versions::patch(&version)));
+    props.insert(
+        "currentOrchestratorVersion".into(),
+        json!(versions::patch(&version)),
+    );
     props.insert("nodeLabels".into(), Value::Object(user_labels));
     props.insert(
         "nodeTaints".into(),
@@ -234,10 +237,16 @@ pub fn managed_cluster(record: &ClusterRecord) -> Value {
         }
     }
     let set = [
-        ("provisioningState", json!(provisioning_state(record.lifecycle))),
+        (
+            "provisioningState",
+            json!(provisioning_state(record.lifecycle)),
+        ),
         ("powerState", json!({ "code": power_state(record) })),
         ("kubernetesVersion", json!(requested_version)),
-        ("currentKubernetesVersion", json!(versions::patch(&record.version))),
+        (
+            "currentKubernetesVersion",
+            json!(versions::patch(&record.version)),
+        ),
         ("dnsPrefix", json!(dns_prefix)),
         ("nodeResourceGroup", json!(node_resource_group(record))),
         ("maxAgentPools", json!(100)),
@@ -262,7 +271,10 @@ pub fn managed_cluster(record: &ClusterRecord) -> Value {
     for (k, v) in set {
         props.insert(k.into(), v);
     }
-    for (k, v) in [("enableRBAC", json!(true)), ("disableLocalAccounts", json!(false))] {
+    for (k, v) in [
+        ("enableRBAC", json!(true)),
+        ("disableLocalAccounts", json!(false)),
+    ] {
         props.entry(k).or_insert(v);
     }
     props.remove("fqdn");

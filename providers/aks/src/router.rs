@@ -185,31 +185,77 @@ impl Endpoint {
             ("GET", ["subscriptions", _, "operationresults", _]) => {
                 E::GetGroupOperationResult { id: s(3) }
             }
-            ("GET", ["subscriptions", _, "providers", CS, "locations", _, "operations", _]) => {
-                E::GetOperationStatus { id: s(7) }
-            }
             (
                 "GET",
-                ["subscriptions", _, "providers", CS, "locations", _, "operationresults", _],
+                [
+                    "subscriptions",
+                    _,
+                    "providers",
+                    CS,
+                    "locations",
+                    _,
+                    "operations",
+                    _,
+                ],
+            ) => E::GetOperationStatus { id: s(7) },
+            (
+                "GET",
+                [
+                    "subscriptions",
+                    _,
+                    "providers",
+                    CS,
+                    "locations",
+                    _,
+                    "operationresults",
+                    _,
+                ],
             ) => E::GetOperationResult { id: s(7) },
-            ("GET", ["subscriptions", _, "providers", CS, "locations", _, "kubernetesversions"]) => {
-                E::ListKubernetesVersions
-            }
+            (
+                "GET",
+                [
+                    "subscriptions",
+                    _,
+                    "providers",
+                    CS,
+                    "locations",
+                    _,
+                    "kubernetesversions",
+                ],
+            ) => E::ListKubernetesVersions,
             ("GET", ["subscriptions", _, "providers", CS, "managedclusters"]) => {
                 E::ListClusters { subscription: s(1) }
             }
             (
                 "GET",
-                ["subscriptions", _, "resourcegroups", _, "providers", CS, "managedclusters"],
+                [
+                    "subscriptions",
+                    _,
+                    "resourcegroups",
+                    _,
+                    "providers",
+                    CS,
+                    "managedclusters",
+                ],
             ) => E::ListClustersInGroup(group()),
-            (m, ["subscriptions", _, "resourcegroups", _, "providers", CS, "managedclusters", _]) => {
-                match m {
-                    "PUT" => E::PutCluster(cluster()),
-                    "GET" => E::GetCluster(cluster()),
-                    "DELETE" => E::DeleteCluster(cluster()),
-                    _ => return Err(Error::NoRoute(path.to_owned())),
-                }
-            }
+            (
+                m,
+                [
+                    "subscriptions",
+                    _,
+                    "resourcegroups",
+                    _,
+                    "providers",
+                    CS,
+                    "managedclusters",
+                    _,
+                ],
+            ) => match m {
+                "PUT" => E::PutCluster(cluster()),
+                "GET" => E::GetCluster(cluster()),
+                "DELETE" => E::DeleteCluster(cluster()),
+                _ => return Err(Error::NoRoute(path.to_owned())),
+            },
             (
                 m,
                 [

@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 use crate::Error;
 
 /// Offered minors and the patch each runs, oldest first.
-pub const SUPPORTED: [(&str, &str); 3] = [("1.32", "1.32.9"), ("1.33", "1.33.5"), ("1.34", "1.34.1")];
+pub const SUPPORTED: [(&str, &str); 3] =
+    [("1.32", "1.32.9"), ("1.33", "1.33.5"), ("1.34", "1.34.1")];
 
 /// The minor a cluster gets when the request leaves `kubernetesVersion` empty.
 pub const DEFAULT_MINOR: &str = "1.34";
