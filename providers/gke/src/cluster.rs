@@ -20,9 +20,10 @@ pub fn list(gke: &Gke, scope: &OwnerScope) -> Result<HttpResponse, Error> {
     let clusters: Vec<_> = gke
         .registry
         .list(|c| match &c.scope {
-            OwnerScope::Gke { project: p, location: l } => {
-                p == project && (location == "-" || l == location)
-            }
+            OwnerScope::Gke {
+                project: p,
+                location: l,
+            } => p == project && (location == "-" || l == location),
             _ => false,
         })
         .iter()

@@ -58,7 +58,14 @@ pub fn cluster(record: &ClusterRecord) -> Value {
     c.insert("currentMasterVersion".into(), json!(record.version));
     c.insert("status".into(), json!(status(record.lifecycle)));
     c.insert("resourceLabels".into(), json!(record.tags));
-    c.insert("createTime".into(), json!(record.created_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)));
+    c.insert(
+        "createTime".into(),
+        json!(
+            record
+                .created_at
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ),
+    );
     c.extend(endpoint_fields(record));
     Value::Object(c)
 }
