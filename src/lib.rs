@@ -105,6 +105,11 @@ impl KemuBuilder {
                 aks: kemu_aks::Aks::with_config(registry.clone(), self.aks),
             }),
         };
+        // The data plane checks AKS bearer tokens with the facade that minted them.
+        registry.set_authenticator(
+            kemu_shared::Cloud::Aks,
+            Arc::new(kemu.inner.aks.token_authenticator()),
+        );
         if self.dataplane {
             kemu.attach_dataplane()?;
         }

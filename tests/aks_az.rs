@@ -166,8 +166,43 @@ fn az_flow(kemu: &Kemu, sandbox: &Sandbox, arm: &str, ca: &std::path::Path) {
         ("masterclient".into(), vec!["system:masters".into()])
     );
 
-    // A client certificate from another cluster's CA is refused at the TLS layer.
+    let whoami = sandbox.kubectl(&kubeconfig, &["auth", "whoami", "-o", "json"]);
+    assert!(whoami.status.success(), "{}", text(&whoami));
+    let review: serde_json::Value = serde_json::from_slice(&whoami.stdout).unwrap();
+    assert_eq!(review["status"]["userInfo"]["username"], "clusterUser");
+
+    // An Azure AD token for the AKS server application, as kubelogin gets
+    // one, authenticates too: the caller is the service principal's object id.
+    let token = az_ok(
+        sb,
+        ca,
+        &[
+            "account",
+            "get-access-token",
+            "--resource",
+            kemu_aks::auth::AKS_SERVER_APP_ID,
+            "--query",
+            "accessToken",
+            "-o",
+            "tsv",
+        ],
+    );
     let record = aks_record(kemu, "c1");
+    let server = kemu::shared::advertise(&record).server_url().unwrap();
+    let token_kc = sandbox.path("token.kubeconfig");
+    let auth = UserAuth::Token(token.trim().to_owned());
+    std::fs::write(
+        &token_kc,
+        kubeconfig::render("c1", &server, record.ca.cert_pem(), "aad", &auth),
+    )
+    .unwrap();
+    let whoami = sandbox.kubectl(&token_kc, &["auth", "whoami", "-o", "json"]);
+    assert!(whoami.status.success(), "{}", text(&whoami));
+    let review: serde_json::Value = serde_json::from_slice(&whoami.stdout).unwrap();
+    let oid = kemu_aks::identity::claims(token.trim()).unwrap()["oid"].clone();
+    assert_eq!(review["status"]["userInfo"]["username"], oid);
+
+    // A client certificate from another cluster's CA is refused at the TLS layer.
     let other = kemu.registry().create(eks_spec("other")).unwrap();
     let foreign = other
         .ca
@@ -177,7 +212,6 @@ fn az_flow(kemu: &Kemu, sandbox: &Sandbox, arm: &str, ca: &std::path::Path) {
             kemu.clock().now(),
         )
         .unwrap();
-    let server = kemu::shared::advertise(&record).server_url().unwrap();
     let forged = sandbox.path("forged.kubeconfig");
     let text_kc = kubeconfig::render(
         "c1",

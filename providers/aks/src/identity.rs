@@ -133,11 +133,18 @@ pub fn token(aks: &Aks, base: &str, tenant: &str, body: &[u8]) -> Result<HttpRes
         (_, resource) if !resource.is_empty() => resource.to_owned(),
         _ => ARM_AUDIENCE.to_owned(),
     };
-    // `az` asks for `…windows.net//.default`: the audience keeps one slash.
+    // `az` asks for `…windows.net//.default`: the audience keeps one slash;
+    // an application id audience has none.
     let audience = audience.replace("//", "/").replacen(":/", "://", 1);
+    let audience = match audience.strip_suffix('/') {
+        Some(app_id) if !app_id.contains('/') => app_id.to_owned(),
+        _ => audience,
+    };
     let now = aks.registry.clock().now();
     let lifetime = aks.config.token_lifetime.as_secs() as i64;
     let oid = aks.object_id(client_id);
+    let uti = uuid::Uuid::new_v4().simple().to_string();
+    aks.state.issued.lock().insert(uti.clone());
     let claims = json!({
         "aud": audience,
         "iss": format!("{base}/{tenant}/v2.0"),
@@ -153,7 +160,7 @@ pub fn token(aks: &Aks, base: &str, tenant: &str, body: &[u8]) -> Result<HttpRes
         "sub": oid,
         "tid": tenant,
         "ver": "1.0",
-        "uti": uuid::Uuid::new_v4().simple().to_string(),
+        "uti": uti,
     });
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store, no-cache"))

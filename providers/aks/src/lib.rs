@@ -15,11 +15,14 @@
 //! - [`cluster`]: managed clusters, credentials, power state, upgrade profile.
 //! - [`agentpool`]: agent pools, one source of truth with `agentPoolProfiles`.
 //! - [`operation`]: long-running operations (`Azure-AsyncOperation`, `Location`).
+//! - [`auth`]: bearer tokens for the clusters' API servers (the data plane
+//!   asks through the registry).
 //! - [`render`]: the shared record in AKS vocabulary.
 //! - [`versions`]: the Kubernetes versions offered.
 //! - [`state`]: configuration, resource groups, operations.
 
 pub mod agentpool;
+pub mod auth;
 pub mod cluster;
 pub mod error;
 pub mod group;
@@ -80,6 +83,15 @@ impl Aks {
     /// The configuration.
     pub fn config(&self) -> &AksConfig {
         &self.config
+    }
+
+    /// The data plane's check of AKS bearer tokens, to register for
+    /// `Cloud::Aks` with the registry.
+    pub fn token_authenticator(&self) -> auth::AksTokenAuthenticator {
+        auth::AksTokenAuthenticator {
+            state: self.state.clone(),
+            clock: self.registry.clock().clone(),
+        }
     }
 
     /// Mounts the facade on an actix-web service config.

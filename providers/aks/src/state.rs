@@ -1,7 +1,7 @@
 //! What the facade keeps besides the shared cluster records: its configuration,
 //! resource groups, long-running operations and service principal object ids.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -91,6 +91,9 @@ pub struct State {
     pub operations: Mutex<HashMap<String, Operation>>,
     /// Object id of each client id seen, so `oid` is stable per principal.
     pub object_ids: Mutex<HashMap<String, String>>,
+    /// The `uti` of every access token minted, so the data plane accepts only
+    /// kemu's own tokens.
+    pub issued: Mutex<HashSet<String>>,
 }
 
 /// The key of a resource group in [`State::groups`].
