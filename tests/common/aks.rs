@@ -105,3 +105,21 @@ pub fn login(sandbox: &Sandbox, arm: &str, ca: &Path, client_id: &str, secret: &
         ],
     )
 }
+
+/// Runs `tests/py/{script}` against kemu's AKS facade (`KEMU_ARM`), trusting
+/// only kemu's CA, in kemu's default tenant and the given subscription.
+pub fn python(sandbox: &Sandbox, script: &str, arm: &str, ca: &Path, subscription: &str) -> Output {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/py")
+        .join(script);
+    sandbox
+        .command("python3")
+        .arg(path)
+        .env("REQUESTS_CA_BUNDLE", ca)
+        .env("KEMU_ARM", arm)
+        .env("KEMU_TENANT", kemu_aks::state::DEFAULT_TENANT)
+        .env("KEMU_SUBSCRIPTION", subscription)
+        .env("KEMU_OUT", sandbox.path("out"))
+        .output()
+        .expect("run python3")
+}
