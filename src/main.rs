@@ -36,6 +36,17 @@ struct Cli {
     /// AKS facade port (HTTPS); 0 picks a free one.
     #[arg(long, env = "KEMU_AKS_PORT", default_value_t = 4752)]
     aks_port: u16,
+    /// An AKS service principal as `CLIENT_ID=SECRET` (repeatable). With none,
+    /// any client id and secret log in.
+    #[arg(
+        long = "aks-service-principal",
+        env = "KEMU_AKS_SERVICE_PRINCIPALS",
+        value_delimiter = ','
+    )]
+    aks_service_principals: Vec<String>,
+    /// Seconds an AKS create, update or delete stays in progress.
+    #[arg(long, env = "KEMU_AKS_PROVISIONING_DELAY", default_value_t = 0)]
+    aks_provisioning_delay: u64,
     /// Run the facades only: clusters show the sentinel endpoint and no CA.
     #[arg(long, env = "KEMU_NO_DATAPLANE")]
     no_dataplane: bool,
@@ -70,6 +81,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             bind_host: cli.bind_host.clone(),
         })
         .dataplane(!cli.no_dataplane)
+        .aks_config(aks_config(&cli)?)
         .build()?;
     let run_dir = cli
         .run_dir
@@ -94,13 +106,35 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn aks_config(cli: &Cli) -> anyhow::Result<kemu_aks::AksConfig> {
+    let mut config = kemu_aks::AksConfig {
+        provisioning_delay: std::time::Duration::from_secs(cli.aks_provisioning_delay),
+        ..Default::default()
+    };
+    for principal in &cli.aks_service_principals {
+        let (id, secret) = principal.split_once('=').ok_or_else(|| {
+            anyhow::anyhow!("--aks-service-principal {principal}: expected CLIENT_ID=SECRET")
+        })?;
+        config
+            .service_principals
+            .insert(id.to_owned(), secret.to_owned());
+    }
+    Ok(config)
+}
+
 fn hint(ready: &server::ReadyLine) -> String {
     format!(
         "kemu is ready.\n  \
          aws:    AWS_ENDPOINT_URL_EKS={} AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x aws eks list-clusters\n  \
          gcloud: CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER={}/ CLOUDSDK_AUTH_ACCESS_TOKEN=x gcloud container clusters list\n  \
-         az:     REQUESTS_CA_BUNDLE={} az cloud register -n kemu --endpoint-resource-manager {}/",
-        ready.eks, ready.gke, ready.ca_bundle, ready.aks
+         az:     export REQUESTS_CA_BUNDLE={} AZURE_CORE_INSTANCE_DISCOVERY=false\n          \
+                 az cloud register -n kemu --endpoint-resource-manager {}/ && az cloud set -n kemu\n          \
+                 az login --service-principal -u APP_ID -p SECRET --tenant {}",
+        ready.eks,
+        ready.gke,
+        ready.ca_bundle,
+        ready.aks,
+        kemu_aks::state::DEFAULT_TENANT
     )
 }
 

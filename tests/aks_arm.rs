@@ -468,3 +468,55 @@ async fn credentials_without_a_data_plane_get_a_clear_error() {
     .await;
     served.running.stop().await;
 }
+
+#[actix_web::test]
+async fn binary_flags_configure_service_principals() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kemu"))
+        .args([
+            "--eks-port",
+            "0",
+            "--gke-port",
+            "0",
+            "--aks-port",
+            "0",
+            "--no-dataplane",
+        ])
+        .args(["--aks-service-principal", "app1=s3cret"])
+        .arg("--run-dir")
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let ready: kemu::server::ReadyLine = serde_json::from_str(&line).unwrap();
+    let http = https_client(&std::fs::read_to_string(&ready.ca_bundle).unwrap());
+    let url = format!(
+        "{}/{}/oauth2/v2.0/token",
+        ready.aks,
+        kemu_aks::state::DEFAULT_TENANT
+    );
+    let form = |secret: &str| {
+        format!(
+            "grant_type=client_credentials&client_id=app1&client_secret={secret}&scope=x%2F.default"
+        )
+    };
+    let (code, body) = json_of(http.post(&url).body(form("wrong")).send().await.unwrap()).await;
+    assert_eq!(
+        (code, body["error"].as_str()),
+        (401, Some("invalid_client"))
+    );
+    assert_eq!(body["error_codes"][0], 7000215);
+    let (code, body) = json_of(http.post(&url).body(form("s3cret")).send().await.unwrap()).await;
+    assert_eq!(code, 200);
+    assert!(body["access_token"].is_string());
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    assert!(child.wait().unwrap().success());
+}

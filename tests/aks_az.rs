@@ -453,3 +453,42 @@ async fn az_login_with_a_wrong_secret_gets_the_aad_error() {
     .await;
     served.running.stop().await;
 }
+
+#[actix_web::test]
+async fn az_reads_the_cloud_list_of_arm_cloud_metadata_url() {
+    let kemu = Kemu::builder().dataplane(false).build().unwrap();
+    let sandbox = Sandbox::new();
+    let served = serve(kemu, &sandbox);
+    let (arm, ca) = (served.arm.clone(), served.ca.clone());
+    blocking(move || {
+        let out = sandbox
+            .command("az")
+            .env("REQUESTS_CA_BUNDLE", &ca)
+            // az fetches this URL with urllib, which trusts SSL_CERT_FILE.
+            .env("SSL_CERT_FILE", &ca)
+            .env("AZURE_CORE_COLLECT_TELEMETRY", "false")
+            .env(
+                "ARM_CLOUD_METADATA_URL",
+                format!("{arm}/metadata/endpoints?api-version=2019-05-01"),
+            )
+            .args([
+                "cloud",
+                "show",
+                "-n",
+                "kemu",
+                "--query",
+                "endpoints.resourceManager",
+                "-o",
+                "tsv",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            format!("{arm}/")
+        );
+    })
+    .await;
+    served.running.stop().await;
+}
