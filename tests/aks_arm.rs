@@ -149,6 +149,30 @@ async fn arm_conventions_and_long_running_operations_on_the_clock() {
         got["id"],
         format!("/subscriptions/{SUB}/resourceGroups/MyRG")
     );
+    let (status, body) = json_of(
+        http.put(&rg)
+            .json(&json!({ "location": "eastus" }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("InvalidResourceGroupLocation"))
+    );
+    let (status, body) = json_of(
+        http.put(format!("{}?{V}", cluster_url(&arm, "myrg", "-bad-")))
+            .json(&cluster_body("sys"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("InvalidParameter"))
+    );
     let head = http
         .head(format!("{arm}/subscriptions/{SUB}/resourcegroups/nope?{V}"))
         .send()

@@ -288,6 +288,42 @@ pub fn delete(aks: &Aks, ctx: &Ctx, path: &ClusterPath, pool: &str) -> Result<Ht
     Ok(operation::accepted(ctx, StatusCode::ACCEPTED, sub, location, &op, true).finish())
 }
 
+/// `GET …/agentPools/{p}/upgradeProfiles/default`: a pool may go up to the
+/// control plane's version.
+pub fn upgrade_profile(aks: &Aks, path: &ClusterPath, pool: &str) -> Result<HttpResponse, Error> {
+    let record = cluster::find(aks, path)?;
+    let p = record
+        .node_pools
+        .iter()
+        .find(|p| p.name == pool)
+        .ok_or_else(|| pool_not_found(path, pool))?;
+    let props = render::pool_properties(&record, p);
+    let version = props["orchestratorVersion"]
+        .as_str()
+        .and_then(|v| versions::resolve(v).ok())
+        .unwrap_or(&record.version)
+        .to_owned();
+    let upgrades: Vec<Value> = versions::SUPPORTED
+        .iter()
+        .filter(|(m, _)| {
+            versions::key(m) > versions::key(&version)
+                && versions::key(m) <= versions::key(&record.version)
+        })
+        .map(|(_, patch)| json!({ "kubernetesVersion": patch, "isPreview": false }))
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({
+        "id": format!("{}/agentPools/{pool}/upgradeProfiles/default", render::resource_id(&record)),
+        "name": "default",
+        "type": "Microsoft.ContainerService/managedClusters/agentPools/upgradeProfiles",
+        "properties": {
+            "kubernetesVersion": versions::patch(&version),
+            "osType": "Linux",
+            "upgrades": upgrades,
+            "latestNodeImageVersion": render::NODE_IMAGE,
+        },
+    })))
+}
+
 /// Whether the record is busy with a write.
 pub fn busy(lifecycle: Lifecycle) -> bool {
     matches!(

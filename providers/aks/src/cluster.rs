@@ -15,7 +15,8 @@ use crate::{Aks, Ctx, Error, group, operation, versions};
 const KIND: &str = "Microsoft.ContainerService/managedClusters";
 
 /// Properties kemu computes; never stored from a request.
-const SERVER_OWNED: [&str; 10] = [
+const SERVER_OWNED: [&str; 11] = [
+    "identityProfile",
     "agentPoolProfiles",
     "provisioningState",
     "powerState",
@@ -226,6 +227,18 @@ fn create(
     requested: &str,
     tags: Option<std::collections::BTreeMap<String, String>>,
 ) -> Result<ClusterRecord, Error> {
+    let name = &path.name;
+    let valid_name = (1..=63).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if !valid_name {
+        return Err(Error::InvalidParameter(format!(
+            "The value of parameter managedClusters name '{name}' is invalid: it must be 1 to 63 letters, digits, hyphens and underscores, starting and ending with a letter or digit."
+        )));
+    }
     let location = body["location"]
         .as_str()
         .filter(|l| !l.is_empty())
@@ -275,6 +288,7 @@ fn create(
         Extra::IDENTITY: identity,
         Extra::POWER: "Running",
         Extra::POOLS: pool_extra,
+        Extra::IDENTITY_PROFILE: render::kubelet_identity(&group.subscription, &node_rg, &path.name),
     });
     let record = aks.registry.create(ClusterSpec {
         scope,

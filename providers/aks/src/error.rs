@@ -44,6 +44,16 @@ pub enum Error {
     /// A parameter is invalid.
     #[error("{0}")]
     InvalidParameter(String),
+    /// A resource group exists in another location.
+    #[error(
+        "Invalid resource group location '{given}'. The Resource group already exists in location '{existing}'."
+    )]
+    InvalidResourceGroupLocation {
+        /// Location asked for.
+        given: String,
+        /// Location it has.
+        existing: String,
+    },
     /// The Kubernetes version is not offered.
     #[error(
         "Version {0} is not supported in this region. Please use [az aks get-versions] command to get the supported version list in this region."
@@ -112,6 +122,9 @@ impl Error {
             Error::InvalidRequestContent(_) => Wire::Arm(S::BAD_REQUEST, "InvalidRequestContent"),
             Error::LocationRequired => Wire::Arm(S::BAD_REQUEST, "LocationRequired"),
             Error::InvalidParameter(_) => Wire::Arm(S::BAD_REQUEST, "InvalidParameter"),
+            Error::InvalidResourceGroupLocation { .. } => {
+                Wire::Arm(S::CONFLICT, "InvalidResourceGroupLocation")
+            }
             Error::VersionNotSupported(_) => Wire::Arm(S::BAD_REQUEST, "K8sVersionNotSupported"),
             Error::OperationNotAllowed(_) => Wire::Arm(S::CONFLICT, "OperationNotAllowed"),
             Error::BadRequest(_) => Wire::Arm(S::BAD_REQUEST, "BadRequest"),

@@ -53,6 +53,14 @@ pub fn put(aks: &Aks, path: &GroupPath, body: &Value) -> Result<HttpResponse, Er
     let mut groups = aks.state.groups.lock();
     let (created, group) = match groups.get_mut(&key) {
         Some(g) => {
+            let same =
+                |a: &str, b: &str| a.replace(' ', "").eq_ignore_ascii_case(&b.replace(' ', ""));
+            if !same(&g.location, location) {
+                return Err(Error::InvalidResourceGroupLocation {
+                    given: location.to_owned(),
+                    existing: g.location.clone(),
+                });
+            }
             g.tags = tags;
             (false, g.clone())
         }

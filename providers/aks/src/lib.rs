@@ -146,10 +146,14 @@ impl Aks {
             E::GetSubscription { subscription } => {
                 Ok(identity::get_subscription(self, &subscription))
             }
-            E::GetProvider { namespace } | E::RegisterProvider { namespace } => {
-                let sub = req.path().split('/').nth(2).unwrap_or_default();
-                Ok(identity::provider(sub, &namespace))
+            E::GetProvider {
+                subscription,
+                namespace,
             }
+            | E::RegisterProvider {
+                subscription,
+                namespace,
+            } => Ok(identity::provider(&subscription, &namespace)),
             E::ListResourceGroups { subscription } => Ok(group::list(self, &subscription)),
             E::PutResourceGroup(path) => group::put(self, &path, &json()?),
             E::GetResourceGroup(path) => group::get(self, &path),
@@ -192,6 +196,9 @@ impl Aks {
             E::PutAgentPool(path, pool) => agentpool::put(self, &ctx, &path, &pool, &json()?),
             E::GetAgentPool(path, pool) => agentpool::get(self, &path, &pool),
             E::DeleteAgentPool(path, pool) => agentpool::delete(self, &ctx, &path, &pool),
+            E::GetAgentPoolUpgradeProfile(path, pool) => {
+                agentpool::upgrade_profile(self, &path, &pool)
+            }
         }
     }
 }

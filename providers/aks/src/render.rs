@@ -28,6 +28,8 @@ impl Extra {
     pub const POWER: &'static str = "powerState";
     /// Agent pool name → its properties besides count and VM size.
     pub const POOLS: &'static str = "agentPools";
+    /// `identityProfile`: the kubelet identity AKS creates with the cluster.
+    pub const IDENTITY_PROFILE: &'static str = "identityProfile";
 }
 
 /// ARM `provisioningState` for a lifecycle state.
@@ -271,6 +273,13 @@ pub fn managed_cluster(record: &ClusterRecord) -> Value {
     for (k, v) in set {
         props.insert(k.into(), v);
     }
+    if let Some(profile) = record
+        .extra
+        .get(Extra::IDENTITY_PROFILE)
+        .filter(|v| v.is_object())
+    {
+        props.insert("identityProfile".into(), profile.clone());
+    }
     for (k, v) in [
         ("enableRBAC", json!(true)),
         ("disableLocalAccounts", json!(false)),
@@ -297,6 +306,17 @@ pub fn managed_cluster(record: &ClusterRecord) -> Value {
         out["identity"] = identity.clone();
     }
     out
+}
+
+/// The kubelet's user-assigned identity AKS creates in the node resource group.
+pub fn kubelet_identity(subscription: &str, node_resource_group: &str, cluster: &str) -> Value {
+    json!({ "kubeletidentity": {
+        "resourceId": format!(
+            "/subscriptions/{subscription}/resourcegroups/{node_resource_group}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/{cluster}-agentpool"
+        ),
+        "clientId": uuid::Uuid::new_v4().to_string(),
+        "objectId": uuid::Uuid::new_v4().to_string(),
+    }})
 }
 
 /// `{name}-{rg}-{first six of the subscription}`, as az computes it.

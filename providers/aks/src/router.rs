@@ -53,11 +53,15 @@ pub enum Endpoint {
     },
     /// `GET /subscriptions/{s}/providers/{namespace}`.
     GetProvider {
+        /// Subscription id.
+        subscription: String,
         /// Resource provider namespace.
         namespace: String,
     },
     /// `POST /subscriptions/{s}/providers/{namespace}/register`.
     RegisterProvider {
+        /// Subscription id.
+        subscription: String,
         /// Resource provider namespace.
         namespace: String,
     },
@@ -132,6 +136,8 @@ pub enum Endpoint {
     GetAgentPool(ClusterPath, String),
     /// `DELETE …/managedClusters/{n}/agentPools/{p}`.
     DeleteAgentPool(ClusterPath, String),
+    /// `GET …/managedClusters/{n}/agentPools/{p}/upgradeProfiles/default`.
+    GetAgentPoolUpgradeProfile(ClusterPath, String),
 }
 
 const CS: &str = "microsoft.containerservice";
@@ -168,10 +174,14 @@ impl Endpoint {
             ("GET", ["tenants"]) => E::ListTenants,
             ("GET", ["subscriptions"]) => E::ListSubscriptions,
             ("GET", ["subscriptions", _]) => E::GetSubscription { subscription: s(1) },
-            ("GET", ["subscriptions", _, "providers", _]) => E::GetProvider { namespace: s(3) },
-            ("POST", ["subscriptions", _, "providers", _, "register"]) => {
-                E::RegisterProvider { namespace: s(3) }
-            }
+            ("GET", ["subscriptions", _, "providers", _]) => E::GetProvider {
+                subscription: s(1),
+                namespace: s(3),
+            },
+            ("POST", ["subscriptions", _, "providers", _, "register"]) => E::RegisterProvider {
+                subscription: s(1),
+                namespace: s(3),
+            },
             ("GET", ["subscriptions", _, "resourcegroups"]) => {
                 E::ListResourceGroups { subscription: s(1) }
             }
@@ -304,6 +314,9 @@ impl Endpoint {
             ("PUT", ["agentpools", _]) => E::PutAgentPool(cluster, name(1)),
             ("GET", ["agentpools", _]) => E::GetAgentPool(cluster, name(1)),
             ("DELETE", ["agentpools", _]) => E::DeleteAgentPool(cluster, name(1)),
+            ("GET", ["agentpools", _, "upgradeprofiles", "default"]) => {
+                E::GetAgentPoolUpgradeProfile(cluster, name(1))
+            }
             _ => return None,
         })
     }
