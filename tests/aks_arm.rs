@@ -456,6 +456,25 @@ async fn credentials_without_a_data_plane_get_a_clear_error() {
             .contains("data plane is not serving it")
     );
 
+    // A cluster preloaded into the registry without AKS fields is served too.
+    let mut spec = common::eks_spec("preloaded");
+    spec.scope = kemu::shared::OwnerScope::Aks {
+        subscription: SUB.into(),
+        resource_group: "rg".into(),
+        location: "westeurope".into(),
+    };
+    kemu.registry().create(spec).unwrap();
+    let pre = cluster_url(&arm, "rg", "preloaded");
+    let (code, got) = json_of(http.get(format!("{pre}?{V}")).send().await.unwrap()).await;
+    assert_eq!(
+        (code, got["properties"]["provisioningState"].as_str()),
+        (200, Some("Succeeded"))
+    );
+    let stop = http.post(format!("{pre}/stop?{V}")).send().await.unwrap();
+    assert_eq!(stop.status(), 202);
+    let (_, got) = json_of(http.get(format!("{pre}?{V}")).send().await.unwrap()).await;
+    assert_eq!(got["properties"]["powerState"]["code"], "Stopped");
+
     // Once the data plane attaches, the same call hands out a working kubeconfig.
     kemu.attach_dataplane().unwrap();
     let (code, body) = json_of(

@@ -37,15 +37,25 @@ fn scope(path: &ClusterPath) -> OwnerScope {
     }
 }
 
-/// The cluster at `path`, or ARM's `ResourceNotFound`.
+/// The cluster at `path`, or ARM's `ResourceNotFound`. Its `extra` is an
+/// object (clusters preloaded without AKS fields get an empty one), so
+/// handlers can write AKS fields into a draft without checking.
 pub fn find(aks: &Aks, path: &ClusterPath) -> Result<ClusterRecord, Error> {
-    aks.registry
+    let mut record = aks
+        .registry
         .find(&scope(path), &path.name)
         .map_err(|_| Error::ResourceNotFound {
             kind: KIND.into(),
             name: path.name.clone(),
             resource_group: path.resource_group.clone(),
-        })
+        })?;
+    if !record.extra.is_object() {
+        record.extra = json!({});
+    }
+    if !record.extra[Extra::PROPERTIES].is_object() {
+        record.extra[Extra::PROPERTIES] = json!({});
+    }
+    Ok(record)
 }
 
 /// Refuses a write while another one is in progress, as AKS does.

@@ -3,6 +3,14 @@
 //! endpoints `az`, the Python SDK and terraform call first. Serve it over
 //! HTTPS: `az`, azure-identity and terraform refuse plain HTTP.
 //!
+//! With kemu's CA trusted (`REQUESTS_CA_BUNDLE`) and MSAL's instance
+//! discovery off (`AZURE_CORE_INSTANCE_DISCOVERY=false`), `az cloud register
+//! -n kemu --endpoint-resource-manager https://HOST:PORT/`, `az cloud set -n
+//! kemu` and `az login --service-principal -u ID -p SECRET --tenant T` log in;
+//! `az aks create/get-credentials/…` then work as against Azure. The Python
+//! SDK takes `ClientSecretCredential(T, ID, SECRET, authority=URL,
+//! disable_instance_discovery=True)` and `base_url=URL`.
+//!
 //! # Layout
 //!
 //! - [`router`]: one [`router::Endpoint`] variant per operation; paths match
