@@ -41,14 +41,14 @@ fn scope(path: &ClusterPath) -> OwnerScope {
 /// object (clusters preloaded without AKS fields get an empty one), so
 /// handlers can write AKS fields into a draft without checking.
 pub fn find(aks: &Aks, path: &ClusterPath) -> Result<ClusterRecord, Error> {
-    let mut record = aks
-        .registry
-        .find(&scope(path), &path.name)
-        .map_err(|_| Error::ResourceNotFound {
-            kind: KIND.into(),
-            name: path.name.clone(),
-            resource_group: path.resource_group.clone(),
-        })?;
+    let mut record =
+        aks.registry
+            .find(&scope(path), &path.name)
+            .map_err(|_| Error::ResourceNotFound {
+                kind: KIND.into(),
+                name: path.name.clone(),
+                resource_group: path.resource_group.clone(),
+            })?;
     if !record.extra.is_object() {
         record.extra = json!({});
     }
