@@ -305,6 +305,55 @@ async fn arm_conventions_and_long_running_operations_on_the_clock() {
         1
     );
 
+    // The rarer cluster calls.
+    let base = cluster_url(&arm, "myrg", "c1");
+    let (code, body) = json_of(
+        http.post(format!("{base}/listClusterMonitoringUserCredential?{V}"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (code, body["kubeconfigs"][0]["name"].as_str()),
+        (200, Some("clusterMonitoringUser"))
+    );
+    let (code, body) = json_of(
+        http.get(format!("{base}/upgradeProfiles/default?{V}"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        body["properties"]["controlPlaneProfile"]["kubernetesVersion"],
+        "1.34.1"
+    );
+    let (code, body) = json_of(
+        http.get(format!("{base}/maintenanceConfigurations/default?{V}"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (code, body["error"]["code"].as_str()),
+        (404, Some("ResourceNotFound"))
+    );
+    let reset = http
+        .post(format!("{base}/resetAADProfile?{V}"))
+        .json(&json!({ "managed": true }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reset.status(), 202);
+    assert!(reset.headers().contains_key("location"));
+    clock.advance(Duration::from_secs(30));
+    let (_, got) = json_of(http.get(&url).send().await.unwrap()).await;
+    assert_eq!(got["properties"]["aadProfile"], json!({ "managed": true }));
+    assert_eq!(got["properties"]["provisioningState"], "Succeeded");
+
     // An expired token is refused by ARM.
     clock.advance(Duration::from_secs(3600));
     let (code, body) = json_of(http.get(&url).bearer_auth(&jwt).send().await.unwrap()).await;
