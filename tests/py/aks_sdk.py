@@ -20,6 +20,7 @@ from azure.mgmt.containerservice.models import (
     ManagedCluster,
     ManagedClusterAgentPoolProfile,
     ManagedClusterIdentity,
+    PowerState,
 )
 from azure.mgmt.resource import ResourceManagementClient
 
@@ -118,6 +119,14 @@ def main():
     assert names == ["system", "user1"], names
     mc = aks.managed_clusters.get("sdk-rg", "c1")
     assert sorted(p.name for p in mc.agent_pool_profiles) == ["system", "user1"]
+    # A pool stops and starts on its own (az aks nodepool stop/start).
+    pool.power_state = PowerState(code="Stopped")
+    stopped = aks.agent_pools.begin_create_or_update("sdk-rg", "c1", "user1", pool).result()
+    assert stopped.power_state.code == "Stopped", stopped.power_state
+    assert aks.managed_clusters.get("sdk-rg", "c1").power_state.code == "Running"
+    pool.power_state = PowerState(code="Running")
+    started = aks.agent_pools.begin_create_or_update("sdk-rg", "c1", "user1", pool).result()
+    assert started.power_state.code == "Running"
     aks.agent_pools.begin_delete("sdk-rg", "c1", "user1").result()
     assert [p.name for p in aks.agent_pools.list("sdk-rg", "c1")] == ["system"]
 

@@ -14,6 +14,9 @@ use crate::{Aks, Ctx, Error, cluster, operation, versions};
 /// The VM size a pool gets when the request leaves `vmSize` empty.
 pub const DEFAULT_VM_SIZE: &str = "Standard_DS2_v2";
 
+/// Where a pool's own power state is kept among its stored properties.
+pub const POOL_POWER: &str = "kemuPowerState";
+
 /// Properties kemu computes; never stored from a request.
 const SERVER_OWNED: [&str; 8] = [
     "name",
@@ -118,6 +121,19 @@ pub fn apply(set: &mut PoolSet<'_>, name: &str, props: &Map<String, Value>) -> R
         }
     }
     stored.insert("mode".into(), json!(mode));
+    // A pool's own power state (`az aks nodepool stop/start`); the cluster's
+    // overrides it when the cluster is stopped.
+    match props.get("powerState").and_then(|p| p["code"].as_str()) {
+        Some(code @ ("Running" | "Stopped")) => {
+            stored.insert(POOL_POWER.into(), json!(code));
+        }
+        Some(other) => {
+            return Err(Error::InvalidParameter(format!(
+                "The value of parameter agentPoolProfile.powerState.code is invalid: '{other}'. Allowed values are Running and Stopped."
+            )));
+        }
+        None => {}
+    }
     let user_labels = stored
         .get("nodeLabels")
         .and_then(Value::as_object)

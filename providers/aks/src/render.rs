@@ -184,7 +184,15 @@ pub fn pool_properties(record: &ClusterRecord, pool: &NodePool) -> Value {
         "provisioningState".into(),
         json!(provisioning_state(record.lifecycle)),
     );
-    props.insert("powerState".into(), json!({ "code": power_state(record) }));
+    let own = props
+        .remove(crate::agentpool::POOL_POWER)
+        .and_then(|v| v.as_str().map(str::to_owned));
+    let power = match (power_state(record), own.as_deref()) {
+        ("Stopped", _) => "Stopped",
+        (_, Some("Stopped")) => "Stopped",
+        _ => "Running",
+    };
+    props.insert("powerState".into(), json!({ "code": power }));
     Value::Object(props)
 }
 
