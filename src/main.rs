@@ -97,10 +97,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             run_dir,
         },
     )?;
+    // Listen for signals before announcing readiness: a supervisor may send
+    // SIGTERM as soon as it reads the ready line.
+    let signalled = shutdown_signal();
     println!("{}", serde_json::to_string(&running.ready)?);
     eprintln!("{}", hint(&running.ready));
 
-    wait_for_signal().await;
+    signalled.await;
     tracing::info!("shutting down");
     running.stop().await;
     Ok(())
@@ -138,25 +141,32 @@ fn hint(ready: &server::ReadyLine) -> String {
     )
 }
 
-async fn wait_for_signal() {
+/// Registers SIGINT and SIGTERM handlers now; the future completes on either.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+        let term = signal(SignalKind::terminate()).ok();
+        let int = signal(SignalKind::interrupt()).ok();
+        async move {
+            match (term, int) {
+                (Some(mut term), Some(mut int)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = int.recv() => {}
+                    }
                 }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
