@@ -357,7 +357,12 @@ def protobuf(defs):
                     entry += [kind, "repeated" if label == "repeated" else "",
                               resolve(fm.group("ty"), mod_parts) if kind == "message" else None]
                 prop = props.get(json_name, {})
-                keep_zero = json_name in required or "default" in prop.get("description", "").lower()
+                # Go's encoder writes every non-pointer scalar, zero or not,
+                # and omitempty drops the zeros; an explicit zero matters only
+                # for pointers with a non-zero server default ("Defaults to 1").
+                scalar = entry[2] in ("int32", "int64", "bool", "double", "float")
+                keep_zero = json_name in required or (
+                    scalar and re.search(r"[Dd]efaults? (?:to|is) (?:[1-9]|true)", prop.get("description", "")))
                 entry.append(1 if keep_zero else 0)
                 fields.append(entry)
             messages[full] = fields
