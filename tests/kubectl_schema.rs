@@ -75,6 +75,15 @@ fn api_resources_come_from_two_aggregated_discovery_requests() {
         "fell back to legacy discovery: {log}"
     );
 
+    // The answer names its format in Content-Type (kubectl reads it there).
+    let out = c.sandbox.kubectl(&c.kubeconfig, &["api-versions", "-v=8"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"),
+        "{}",
+        text(&out)
+    );
     let versions = c.ok(&["api-versions"]);
     for gv in [
         "v1",
@@ -196,4 +205,33 @@ fn openapi_documents_validate_and_explain_works() {
     );
     let explain = c.ok(&["explain", "hpa"]);
     assert!(explain.contains("VERSION:    v2"), "{explain}");
+}
+
+#[test]
+fn client_side_apply_downloads_the_group_version_document() {
+    let c = Cluster::new();
+    let manifest = c.sandbox.path("deploy.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: nginx\n        image: nginx\n",
+    )
+    .unwrap();
+    let file = manifest.to_str().unwrap();
+    let out = c.sandbox.kubectl(
+        &c.kubeconfig,
+        &["apply", "--dry-run=client", "-f", file, "-v=6"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("deployment.apps/web created (dry run)"),
+        "{}",
+        text(&out)
+    );
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.lines().any(|l| l.contains("GET https://")
+            && l.contains("/openapi/v3/apis/apps/v1?hash=")
+            && l.contains(" 200 OK")),
+        "{log}"
+    );
 }

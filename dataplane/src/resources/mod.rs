@@ -133,7 +133,7 @@ impl ResourceRegistry {
         }
         for g in &mut groups {
             g.versions
-                .sort_by(|a, b| version_priority(b).cmp(&version_priority(a)));
+                .sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
         }
         groups
     }
