@@ -203,6 +203,11 @@ fn openapi_documents_validate_and_explain_works() {
         explain.contains("FIELD: containers <[]Container>"),
         "{explain}"
     );
+    let explain = c.ok(&["explain", "svc.spec.ports.targetPort"]);
+    assert!(
+        explain.contains("FIELD: targetPort <IntOrString>"),
+        "{explain}"
+    );
     let explain = c.ok(&["explain", "hpa"]);
     assert!(explain.contains("VERSION:    v2"), "{explain}");
 }
@@ -234,4 +239,42 @@ fn client_side_apply_downloads_the_group_version_document() {
             && l.contains(" 200 OK")),
         "{log}"
     );
+}
+
+/// The older kubectl binaries the google-cloud-cli package installs beside
+/// kubectl (1.27 and 1.28 ask for aggregated discovery v2beta1).
+#[test]
+fn older_kubectl_versions_read_discovery_and_openapi() {
+    let c = Cluster::new();
+    let gcloud = std::fs::canonicalize(common::which("gcloud")).unwrap();
+    let bin = gcloud.parent().unwrap();
+    for minor in 27..=33 {
+        let kubectl = bin.join(format!("kubectl.1.{minor}"));
+        let tool = kubectl.to_str().unwrap();
+        let run = |args: &[&str]| {
+            let out = c
+                .sandbox
+                .command(tool)
+                .arg("--kubeconfig")
+                .arg(&c.kubeconfig)
+                .arg("--request-timeout=20s")
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "1.{minor} {args:?}: {}", text(&out));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let resources = run(&["api-resources", "-v=6"]);
+        assert!(
+            resources
+                .lines()
+                .any(|l| l.starts_with("deployments ") && l.contains("deploy")),
+            "1.{minor}: {resources}"
+        );
+        let explain = run(&["explain", "deployment.spec.replicas", "-v=6"]);
+        assert!(
+            explain.contains("replicas <integer>"),
+            "1.{minor}: {explain}"
+        );
+    }
 }

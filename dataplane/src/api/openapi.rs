@@ -21,11 +21,19 @@ use serde_json::{Map, Value, json};
 use crate::error::ApiError;
 use crate::resources::{ResourceRegistry, ResourceType};
 
+mod gnostic;
+
 /// The generated definitions, gzip-compressed JSON, compiled in.
 const DEFINITIONS_GZ: &[u8] = include_bytes!("../../../fixtures/k8s/definitions.json.gz");
 
-/// The media type kubectl asks `/openapi/v2` for first (gnostic protobuf).
+/// The media type kubectl asks `/openapi/v2` for (gnostic protobuf).
 const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2";
+/// The full media type kubectl asks for.
+const V2_PROTOBUF_MEDIA: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+/// The Content-Type of the protobuf answer: the media type's `@` is not a
+/// token character, so Go's mime parser (client-go) rejects it; upstream
+/// answers octet-stream.
+const V2_PROTOBUF_CONTENT_TYPE: &str = "application/octet-stream";
 
 /// The upstream OpenAPI v2 definitions of the served minor, by name.
 pub fn definitions() -> &'static Map<String, Value> {
@@ -44,6 +52,7 @@ pub fn definitions() -> &'static Map<String, Value> {
 #[derive(Debug)]
 pub struct Documents {
     v2: Bytes,
+    v2_protobuf: Bytes,
     v3_root: Bytes,
     /// `api/v1`, `apis/apps/v1`, … → (hash, document).
     v3: HashMap<String, (String, Bytes)>,
@@ -52,7 +61,9 @@ pub struct Documents {
 impl Documents {
     /// Builds every document for `registry`.
     pub fn build(registry: &ResourceRegistry) -> Self {
-        let v2 = serde_json::to_vec(&v2_document(registry)).unwrap_or_default();
+        let v2_doc = v2_document(registry);
+        let v2_protobuf = Bytes::from(gnostic::encode(&v2_doc));
+        let v2 = serde_json::to_vec(&v2_doc).unwrap_or_default();
         let mut v3 = HashMap::new();
         let mut root = Map::new();
         for group in registry.groups() {
@@ -71,6 +82,7 @@ impl Documents {
         let v3_root = serde_json::to_vec(&json!({ "paths": root })).unwrap_or_default();
         Self {
             v2: Bytes::from(v2),
+            v2_protobuf,
             v3_root: Bytes::from(v3_root),
             v3,
         }
@@ -79,7 +91,7 @@ impl Documents {
     /// The documents of the built-in registry, built on first use.
     pub fn builtin() -> Arc<Documents> {
         static DOCS: OnceLock<Arc<Documents>> = OnceLock::new();
-        DOCS.get_or_init(|| Arc::new(Documents::build(&ResourceRegistry::builtin())))
+        DOCS.get_or_init(|| Arc::new(Documents::build(ResourceRegistry::builtin_ref())))
             .clone()
     }
 
@@ -107,15 +119,22 @@ fn info() -> Value {
     json!({ "title": "Kubernetes", "version": format!("v{SERVED_MAJOR}.{SERVED_MINOR}.{SERVED_PATCH}") })
 }
 
-/// `GET /openapi/v2`: JSON. kubectl asks for gnostic protobuf first; with no
-/// JSON in its Accept it gets 406 and falls back to its compiled-in patch
-/// metadata, as it does when the document is missing.
+/// `GET /openapi/v2`: gnostic protobuf when asked for (kubectl asks for
+/// nothing else, and 1.27/1.28 need it for `explain` and `apply`), else JSON.
 pub async fn v2(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     let accept = header_str(&req, header::ACCEPT);
-    if !accepts_json(accept) {
-        return Err(ApiError::NotAcceptable("application/json".into()));
+    let docs = Documents::builtin();
+    if accept.contains(V2_PROTOBUF) {
+        return Ok(HttpResponse::Ok()
+            .content_type(V2_PROTOBUF_CONTENT_TYPE)
+            .body(docs.v2_protobuf.clone()));
     }
-    Ok(json_bytes(Documents::builtin().v2.clone(), None))
+    if !accepts_json(accept) {
+        return Err(ApiError::NotAcceptable(format!(
+            "application/json, {V2_PROTOBUF_MEDIA}"
+        )));
+    }
+    Ok(json_bytes(docs.v2.clone(), None))
 }
 
 /// `GET /openapi/v3`: the root listing every group-version's document URL.
@@ -646,7 +665,18 @@ fn gv_document(registry: &ResourceRegistry, group: &str, version: &str) -> Value
         let mut refs = Vec::new();
         collect_refs(def, &mut refs);
         todo.extend(refs);
-        schemas.insert(name, to_v3(def, false));
+        let mut schema = to_v3(def);
+        // v3 spells the two-typed scalars as upstream's OpenAPIV3OneOfTypes.
+        let one_of = match name.as_str() {
+            "io.k8s.apimachinery.pkg.util.intstr.IntOrString" => Some(["integer", "string"]),
+            "io.k8s.apimachinery.pkg.api.resource.Quantity" => Some(["string", "number"]),
+            _ => None,
+        };
+        if let (Some(types), Some(m)) = (one_of, schema.as_object_mut()) {
+            m.remove("type");
+            m.insert("oneOf".into(), json!(types.map(|t| json!({ "type": t }))));
+        }
+        schemas.insert(name, schema);
     }
     json!({
         "openapi": "3.0.0",
@@ -673,8 +703,8 @@ fn collect_refs(v: &Value, out: &mut Vec<String>) {
 }
 
 /// A v2 schema in v3 shape: `#/components/schemas/` refs, each wrapped in
-/// `allOf` when it has siblings (upstream's layout), `x-kubernetes-int-or-string`.
-fn to_v3(v: &Value, _nested: bool) -> Value {
+/// `allOf` when it has siblings (upstream's layout).
+fn to_v3(v: &Value) -> Value {
     match v {
         Value::Object(m) => {
             let mut out = Map::new();
@@ -685,14 +715,14 @@ fn to_v3(v: &Value, _nested: bool) -> Value {
                 let v = match k.as_str() {
                     "properties" | "patternProperties" => Value::Object(
                         v.as_object()
-                            .map(|p| p.iter().map(|(n, s)| (n.clone(), to_v3(s, true))).collect())
+                            .map(|p| p.iter().map(|(n, s)| (n.clone(), to_v3(s))).collect())
                             .unwrap_or_default(),
                     ),
                     "x-kubernetes-group-version-kind"
                     | "enum"
                     | "required"
                     | "x-kubernetes-list-map-keys" => v.clone(),
-                    _ => to_v3(v, true),
+                    _ => to_v3(v),
                 };
                 out.insert(k.clone(), v);
             }
@@ -704,12 +734,9 @@ fn to_v3(v: &Value, _nested: bool) -> Value {
                     out.insert("allOf".into(), json!([{ "$ref": target }]));
                 }
             }
-            if m.get("format").and_then(Value::as_str) == Some("int-or-string") {
-                out.insert("x-kubernetes-int-or-string".into(), json!(true));
-            }
             Value::Object(out)
         }
-        Value::Array(a) => Value::Array(a.iter().map(|v| to_v3(v, true)).collect()),
+        Value::Array(a) => Value::Array(a.iter().map(to_v3).collect()),
         other => other.clone(),
     }
 }
@@ -806,6 +833,14 @@ mod tests {
             doc["paths"]["/api/v1/namespaces"]["post"]["x-kubernetes-group-version-kind"]["kind"],
             "Namespace"
         );
+    }
+
+    #[test]
+    fn v2_protobuf_starts_with_the_swagger_version() {
+        let docs = Documents::builtin();
+        // Field 1 (swagger), length 3, "2.0".
+        assert_eq!(&docs.v2_protobuf[..5], b"\x0a\x032.0");
+        assert!(docs.v2_protobuf.len() > 100_000);
     }
 
     #[test]

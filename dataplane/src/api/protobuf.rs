@@ -164,7 +164,7 @@ fn layouts() -> &'static Layouts {
 /// The message name of `kind` in `api_version`: the registry's definition, or
 /// any definition carrying that group-version-kind (Scale, Eviction, …).
 fn message_of(api_version: &str, kind: &str) -> Option<String> {
-    if let Some(rt) = ResourceRegistry::builtin().by_kind(api_version, kind) {
+    if let Some(rt) = ResourceRegistry::builtin_ref().by_kind(api_version, kind) {
         return Some(rt.definition.clone());
     }
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
