@@ -51,7 +51,16 @@ fn main() {
         per_op(10_000, || drop(protobuf::decode(&body))),
     ));
     let (docs, d) = time(|| openapi::Documents::build(&reg));
-    rows.push(("OpenAPI: build v2 + every v3 document", d));
+    rows.push(("OpenAPI: root and hashes (what start-up pays)", d));
+    let (_, d) = time(|| docs.v3("apis/apps/v1").map(|(_, b)| b.len()));
+    rows.push(("OpenAPI: first /openapi/v3/apis/apps/v1", d));
+    let (_, d) = time(|| docs.v3("api/v1").map(|(_, b)| b.len()));
+    rows.push(("OpenAPI: first /openapi/v3/api/v1", d));
+    let (_, d) = time(|| docs.v2_protobuf().len());
+    rows.push(("OpenAPI: first /openapi/v2 (JSON + protobuf)", d));
+    let paths: Vec<String> = docs.v3_paths().map(String::from).collect();
+    let (_, d) = time(|| paths.iter().filter_map(|p| docs.v3(p)).count());
+    rows.push(("OpenAPI: every other v3 document", d));
     drop(docs);
     let groups: Vec<_> = reg
         .groups()

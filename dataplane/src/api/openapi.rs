@@ -48,56 +48,99 @@ pub fn definitions() -> &'static Map<String, Value> {
     })
 }
 
-/// Every OpenAPI document of one registry, serialized once.
+/// Every OpenAPI document of one registry, each built and serialized on
+/// its first request, then kept.
 #[derive(Debug)]
 pub struct Documents {
-    v2: Bytes,
-    v2_protobuf: Bytes,
+    registry: ResourceRegistry,
+    /// JSON and gnostic protobuf.
+    v2: OnceLock<(Bytes, Bytes)>,
     v3_root: Bytes,
-    /// `api/v1`, `apis/apps/v1`, … → (hash, document).
-    v3: HashMap<String, (String, Bytes)>,
+    /// `api/v1`, `apis/apps/v1`, … → (hash, group, version, document).
+    v3: HashMap<String, (String, String, String, OnceLock<Bytes>)>,
 }
 
 impl Documents {
-    /// Builds every document for `registry`.
+    /// The root and hashes for `registry`; documents come on first request.
+    /// A hash covers what its document is made of (the definitions, the
+    /// group-version's types and kemu's version, which fixes the path
+    /// layout), so clients caching by hash never keep a stale document.
     pub fn build(registry: &ResourceRegistry) -> Self {
-        let v2_doc = v2_document(registry);
-        let v2_protobuf = Bytes::from(gnostic::encode(&v2_doc));
-        let v2 = serde_json::to_vec(&v2_doc).unwrap_or_default();
+        let base = hash_hex(DEFINITIONS_GZ) + env!("CARGO_PKG_VERSION");
         let mut v3 = HashMap::new();
         let mut root = Map::new();
         for group in registry.groups() {
             for version in &group.versions {
                 let key = gv_path(&group.name, version);
-                let doc = serde_json::to_vec(&gv_document(registry, &group.name, version))
-                    .unwrap_or_default();
-                let hash = hash_hex(&doc);
+                let types: Vec<_> = registry.in_group_version(&group.name, version).collect();
+                let hash = hash_hex(format!("{base}{types:?}").as_bytes());
                 root.insert(
                     key.clone(),
                     json!({ "serverRelativeURL": format!("/openapi/v3/{key}?hash={hash}") }),
                 );
-                v3.insert(key, (hash, Bytes::from(doc)));
+                v3.insert(
+                    key,
+                    (hash, group.name.clone(), version.clone(), OnceLock::new()),
+                );
             }
         }
         let v3_root = serde_json::to_vec(&json!({ "paths": root })).unwrap_or_default();
         Self {
-            v2: Bytes::from(v2),
-            v2_protobuf,
+            registry: registry.clone(),
+            v2: OnceLock::new(),
             v3_root: Bytes::from(v3_root),
             v3,
         }
     }
 
-    /// The documents of the built-in registry, built on first use.
+    /// The documents of the built-in registry.
     pub fn builtin() -> Arc<Documents> {
         static DOCS: OnceLock<Arc<Documents>> = OnceLock::new();
         DOCS.get_or_init(|| Arc::new(Documents::build(ResourceRegistry::builtin_ref())))
             .clone()
     }
 
-    /// The v3 document at `path` (`apis/apps/v1`), as JSON bytes.
-    pub fn v3(&self, path: &str) -> Option<&Bytes> {
-        self.v3.get(path).map(|(_, d)| d)
+    fn v2_pair(&self) -> &(Bytes, Bytes) {
+        self.v2.get_or_init(|| {
+            let doc = v2_document(&self.registry);
+            let pb = Bytes::from(gnostic::encode(&doc));
+            (
+                Bytes::from(serde_json::to_vec(&doc).unwrap_or_default()),
+                pb,
+            )
+        })
+    }
+
+    /// `/openapi/v2` as JSON.
+    pub fn v2_json(&self) -> Bytes {
+        self.v2_pair().0.clone()
+    }
+
+    /// `/openapi/v2` as gnostic protobuf.
+    pub fn v2_protobuf(&self) -> Bytes {
+        self.v2_pair().1.clone()
+    }
+
+    /// The `/openapi/v3` root.
+    pub fn v3_root(&self) -> Bytes {
+        self.v3_root.clone()
+    }
+
+    /// The v3 document at `path` (`apis/apps/v1`) and its hash.
+    pub fn v3(&self, path: &str) -> Option<(&str, Bytes)> {
+        let (hash, group, version, doc) = self.v3.get(path)?;
+        let doc = doc.get_or_init(|| {
+            Bytes::from(
+                serde_json::to_vec(&gv_document(&self.registry, group, version))
+                    .unwrap_or_default(),
+            )
+        });
+        Some((hash, doc.clone()))
+    }
+
+    /// Every group-version path with a v3 document.
+    pub fn v3_paths(&self) -> impl Iterator<Item = &str> {
+        self.v3.keys().map(String::as_str)
     }
 }
 
@@ -127,14 +170,14 @@ pub async fn v2(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     if accept.contains(V2_PROTOBUF) {
         return Ok(HttpResponse::Ok()
             .content_type(V2_PROTOBUF_CONTENT_TYPE)
-            .body(docs.v2_protobuf.clone()));
+            .body(docs.v2_protobuf()));
     }
     if !accepts_json(accept) {
         return Err(ApiError::NotAcceptable(format!(
             "application/json, {V2_PROTOBUF_MEDIA}"
         )));
     }
-    Ok(json_bytes(docs.v2.clone(), None))
+    Ok(json_bytes(docs.v2_json(), None))
 }
 
 /// `GET /openapi/v3`: the root listing every group-version's document URL.
@@ -142,7 +185,7 @@ pub async fn v3_root(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     if !accepts_json(header_str(&req, header::ACCEPT)) {
         return Err(ApiError::NotAcceptable("application/json".into()));
     }
-    Ok(json_bytes(Documents::builtin().v3_root.clone(), None))
+    Ok(json_bytes(Documents::builtin().v3_root(), None))
 }
 
 /// `GET /openapi/v3/{api|apis/group}/{version}`.
@@ -155,12 +198,11 @@ pub async fn v3_document(
     }
     let docs = Documents::builtin();
     let (hash, doc) = docs
-        .v3
-        .get(path.trim_end_matches('/'))
+        .v3(path.trim_end_matches('/'))
         .ok_or(ApiError::NotFound)?;
     // A request naming the current hash may be cached for good, as upstream.
     let immutable = req.query_string().contains(&format!("hash={hash}"));
-    Ok(json_bytes(doc.clone(), Some((hash, immutable))))
+    Ok(json_bytes(doc, Some((hash, immutable))))
 }
 
 fn header_str(req: &HttpRequest, name: header::HeaderName) -> &str {
@@ -179,7 +221,7 @@ fn accepts_json(accept: &str) -> bool {
         || !accept.contains(V2_PROTOBUF) && accept.contains("json")
 }
 
-fn json_bytes(body: Bytes, etag: Option<(&String, bool)>) -> HttpResponse {
+fn json_bytes(body: Bytes, etag: Option<(&str, bool)>) -> HttpResponse {
     let mut resp = HttpResponse::Ok();
     resp.content_type("application/json");
     if let Some((hash, immutable)) = etag {
@@ -774,13 +816,13 @@ mod tests {
     #[test]
     fn v3_documents_are_self_contained_and_carry_field_validation() {
         let docs = Documents::builtin();
-        let root: Value = serde_json::from_slice(&docs.v3_root).unwrap();
+        let root: Value = serde_json::from_slice(&docs.v3_root()).unwrap();
         let url = root["paths"]["apis/apps/v1"]["serverRelativeURL"]
             .as_str()
             .unwrap();
         assert!(url.starts_with("/openapi/v3/apis/apps/v1?hash="));
-        for (key, (_, bytes)) in &docs.v3 {
-            let doc: Value = serde_json::from_slice(bytes).unwrap();
+        for key in docs.v3_paths() {
+            let doc: Value = serde_json::from_slice(&docs.v3(key).unwrap().1).unwrap();
             assert_eq!(doc["openapi"], "3.0.0");
             let schemas = doc["components"]["schemas"].as_object().unwrap();
             let mut refs = Vec::new();
@@ -807,7 +849,7 @@ mod tests {
                 }
             }
         }
-        let apps: Value = serde_json::from_slice(docs.v3("apis/apps/v1").unwrap()).unwrap();
+        let apps: Value = serde_json::from_slice(&docs.v3("apis/apps/v1").unwrap().1).unwrap();
         let deploy = &apps["components"]["schemas"]["io.k8s.api.apps.v1.Deployment"];
         assert_eq!(
             deploy["x-kubernetes-group-version-kind"][0]["kind"],
@@ -826,7 +868,7 @@ mod tests {
     #[test]
     fn v2_document_has_every_kind() {
         let docs = Documents::builtin();
-        let doc: Value = serde_json::from_slice(&docs.v2).unwrap();
+        let doc: Value = serde_json::from_slice(&docs.v2_json()).unwrap();
         assert_eq!(doc["swagger"], "2.0");
         assert!(doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}/exec"]["get"].is_object());
         assert_eq!(
@@ -839,8 +881,9 @@ mod tests {
     fn v2_protobuf_starts_with_the_swagger_version() {
         let docs = Documents::builtin();
         // Field 1 (swagger), length 3, "2.0".
-        assert_eq!(&docs.v2_protobuf[..5], b"\x0a\x032.0");
-        assert!(docs.v2_protobuf.len() > 100_000);
+        let pb = docs.v2_protobuf();
+        assert_eq!(&pb[..5], b"\x0a\x032.0");
+        assert!(pb.len() > 100_000);
     }
 
     #[test]
