@@ -366,6 +366,35 @@ def protobuf(defs):
                 entry.append(1 if keep_zero else 0)
                 fields.append(entry)
             messages[full] = fields
+    # Go structs embedded with `json:",inline"` (Volume's VolumeSource,
+    # IngressRule's IngressRuleValue, Probe's ProbeHandler…) are a protobuf
+    # field but no JSON property: their fields sit in the parent. Mark them
+    # with an empty JSON name.
+    def flat_names(name, seen=()):
+        out = set()
+        for c in messages.get(name, []):
+            if c[1] == "" and c[4] not in seen:
+                out |= flat_names(c[4], seen + (name,))
+            else:
+                out.add(norm(c[1]))
+        return out
+
+    changed = True
+    while changed:  # embedded types may embed others (RuleWithOperations)
+        changed = False
+        for full, fields in messages.items():
+            props = defs_by_norm.get(full.lower(), {}).get("properties")
+            if not props:
+                continue
+            for f in fields:
+                if f[2] != "message" or f[1] == "" or f[1] in props or f[3] == "repeated":
+                    continue
+                # The embedded type often has no definition of its own:
+                # compare its protobuf field names, normalised, with the parent's.
+                child = flat_names(f[4] or "")
+                if child and child <= {norm(p) for p in props}:
+                    f[1] = ""
+                    changed = True
     return messages
 
 

@@ -325,7 +325,12 @@ fn decode_message(bytes: &[u8], name: &str, depth: usize) -> Result<Value, ApiEr
             }
             (ty, w) => scalar(ty, w)?,
         };
-        if f.repeated {
+        if f.json.is_empty() {
+            // An inline (embedded) struct: its fields belong to this object.
+            if let Value::Object(mut inner) = value {
+                out.append(&mut inner);
+            }
+        } else if f.repeated {
             let arr = out.entry(f.json.clone()).or_insert_with(|| json!([]));
             if let Some(a) = arr.as_array_mut() {
                 a.push(value);
@@ -502,6 +507,38 @@ mod tests {
         assert_eq!(
             job["spec"]["template"]["spec"]["containers"][0]["command"],
             json!(["echo", "hi"])
+        );
+        let ing = captured("ingress");
+        let rule = &ing["spec"]["rules"][0];
+        assert_eq!(rule["host"], "foo.com");
+        assert_eq!(
+            rule["http"]["paths"][0]["pathType"], "Prefix",
+            "inline IngressRuleValue"
+        );
+        assert_eq!(
+            rule["http"]["paths"][0]["backend"]["service"]["port"]["number"],
+            8080
+        );
+        let pdb = captured("pdb");
+        assert_eq!(pdb["spec"]["minAvailable"], "50%");
+        let quota = captured("quota");
+        assert_eq!(
+            quota["spec"]["hard"],
+            json!({ "cpu": "1", "memory": "1G", "pods": "2" })
+        );
+        let pc = captured("priorityclass");
+        assert_eq!(pc["value"], 1000);
+        assert!(pc.get("globalDefault").is_none());
+        let crb = captured("clusterrolebinding");
+        assert_eq!(crb["subjects"][2]["namespace"], "default");
+        assert_eq!(captured("nodeport")["spec"]["ports"][0]["nodePort"], 30080);
+        assert_eq!(
+            captured("dockerregistry")["type"],
+            "kubernetes.io/dockerconfigjson"
+        );
+        assert_eq!(
+            captured("serviceaccount"),
+            json!({ "kind": "ServiceAccount", "apiVersion": "v1", "metadata": { "name": "sa" } })
         );
         let role = captured("role");
         assert_eq!(role["rules"][0]["verbs"], json!(["get", "list"]));
