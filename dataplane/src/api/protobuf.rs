@@ -545,6 +545,105 @@ mod tests {
         assert_eq!(role["rules"][0]["resources"], json!(["pods"]));
     }
 
+    /// A Pod built with the typed protobuf messages (k8s-pb) decodes to the
+    /// JSON upstream serves: times, quantities, int-or-string, embedded
+    /// structs, maps, repeated messages.
+    #[test]
+    fn typed_messages_round_trip() {
+        use kemu_k8s_types::k8s_pb::api::core::v1 as core;
+        use kemu_k8s_types::k8s_pb::apimachinery::pkg::{
+            api::resource, apis::meta::v1 as meta, runtime, util::intstr,
+        };
+        use kemu_k8s_types::prost::Message;
+
+        let pod = core::Pod {
+            metadata: Some(meta::ObjectMeta {
+                name: Some("web".into()),
+                namespace: Some(String::new()),
+                labels: [("app".to_string(), "web".to_string())].into(),
+                creation_timestamp: Some(meta::Time {
+                    seconds: Some(1_767_225_600),
+                    nanos: Some(0),
+                }),
+                ..Default::default()
+            }),
+            spec: Some(core::PodSpec {
+                containers: vec![core::Container {
+                    name: Some("c".into()),
+                    image: Some("nginx".into()),
+                    ports: vec![core::ContainerPort {
+                        container_port: Some(80),
+                        host_port: Some(0),
+                        ..Default::default()
+                    }],
+                    resources: Some(core::ResourceRequirements {
+                        limits: [(
+                            "cpu".to_string(),
+                            resource::Quantity {
+                                string: Some("500m".into()),
+                            },
+                        )]
+                        .into(),
+                        ..Default::default()
+                    }),
+                    liveness_probe: Some(core::Probe {
+                        handler: Some(core::ProbeHandler {
+                            http_get: Some(core::HttpGetAction {
+                                path: Some("/healthz".into()),
+                                port: Some(intstr::IntOrString {
+                                    r#type: Some(1),
+                                    int_val: Some(0),
+                                    str_val: Some("http".into()),
+                                }),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        }),
+                        initial_delay_seconds: Some(3),
+                        ..Default::default()
+                    }),
+                    tty: Some(false),
+                    ..Default::default()
+                }],
+                volumes: vec![core::Volume {
+                    name: Some("data".into()),
+                    volume_source: Some(core::VolumeSource {
+                        empty_dir: Some(core::EmptyDirVolumeSource::default()),
+                        ..Default::default()
+                    }),
+                }],
+                ..Default::default()
+            }),
+            status: None,
+        };
+        let envelope = runtime::Unknown {
+            type_meta: Some(runtime::TypeMeta {
+                api_version: Some("v1".into()),
+                kind: Some("Pod".into()),
+            }),
+            raw: Some(pod.encode_to_vec()),
+            content_encoding: Some(String::new()),
+            content_type: Some(String::new()),
+        };
+        let body = [MAGIC, &envelope.encode_to_vec()].concat();
+        assert_eq!(
+            decode(&body).unwrap(),
+            json!({
+                "kind": "Pod", "apiVersion": "v1",
+                "metadata": { "name": "web", "labels": { "app": "web" }, "creationTimestamp": "2026-01-01T00:00:00Z" },
+                "spec": {
+                    "containers": [{
+                        "name": "c", "image": "nginx",
+                        "ports": [{ "containerPort": 80 }],
+                        "resources": { "limits": { "cpu": "500m" } },
+                        "livenessProbe": { "httpGet": { "path": "/healthz", "port": "http" }, "initialDelaySeconds": 3 },
+                    }],
+                    "volumes": [{ "name": "data", "emptyDir": {} }],
+                },
+            })
+        );
+    }
+
     #[test]
     fn every_message_reference_has_a_layout() {
         let l = layouts();
