@@ -92,6 +92,9 @@ CATEGORIES = {
     "apiextensions.k8s.io/customresourcedefinitions": ["api-extensions"],
     "apiregistration.k8s.io/apiservices": ["api-extensions"],
 }
+# Storage that lists but cannot watch (upstream's REST storage has no Watcher);
+# the generated clients offer `watch` on every list.
+NO_WATCH = {"/componentstatuses"}
 # kube-apiserver's group priority (the order of /apis); others follow by name.
 GROUP_ORDER = [
     "", "apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io",
@@ -224,6 +227,8 @@ def resources(tmp, defs, pb_messages):
                 continue
             verbs = sorted({VERB[x] for x in it["verbs"] if x in VERB})
             key = f"{g}/{it['plural']}"
+            if key in NO_WATCH:
+                verbs.remove("watch")
             by_gvk[(g, v, k)] = {
                 "group": g, "version": v, "kind": k, "listKind": k + "List",
                 "plural": it["plural"], "singular": k.lower(),
