@@ -48,6 +48,26 @@ pub fn definitions() -> &'static Map<String, Value> {
     })
 }
 
+/// The schema `schema` refers to (`$ref: #/definitions/NAME`), or itself.
+/// Walking objects field by field (strategic merge patch, validation) goes
+/// `property` → `resolve` → `property`…; the patch extensions
+/// (`x-kubernetes-patch-merge-key`, `-strategy`, `x-kubernetes-list-type`)
+/// sit on the property, before resolving.
+pub fn resolve(schema: &'static Value) -> &'static Value {
+    schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/definitions/"))
+        .and_then(|name| definitions().get(name))
+        .unwrap_or(schema)
+}
+
+/// The schema of field `name` in object schema `schema` (resolved first);
+/// for arrays and maps, use the property's `items` / `additionalProperties`.
+pub fn property(schema: &'static Value, name: &str) -> Option<&'static Value> {
+    resolve(schema).get("properties")?.get(name)
+}
+
 /// Every OpenAPI document of one registry, each built and serialized on
 /// its first request, then kept.
 #[derive(Debug)]
@@ -884,6 +904,19 @@ mod tests {
         let pb = docs.v2_protobuf();
         assert_eq!(&pb[..5], b"\x0a\x032.0");
         assert!(pb.len() > 100_000);
+    }
+
+    #[test]
+    fn walking_a_schema_finds_patch_metadata() {
+        let deploy = &definitions()["io.k8s.api.apps.v1.Deployment"];
+        let spec = property(deploy, "spec").unwrap();
+        let template = property(spec, "template").unwrap();
+        let pod_spec = property(template, "spec").unwrap();
+        let containers = property(pod_spec, "containers").unwrap();
+        assert_eq!(containers["x-kubernetes-patch-merge-key"], "name");
+        let container = resolve(&containers["items"]);
+        assert!(property(container, "image").is_some());
+        assert!(property(container, "nope").is_none());
     }
 
     #[test]
