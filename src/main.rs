@@ -97,13 +97,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             run_dir,
         },
     )?;
-    // Listen for signals before announcing readiness: a supervisor may send
-    // SIGTERM as soon as it reads the ready line.
-    let signalled = shutdown_signal();
+    // Listen for signals before announcing readiness: a script may send SIGTERM
+    // the moment it reads the ready line.
+    let signals = shutdown_signal()?;
     println!("{}", serde_json::to_string(&running.ready)?);
     eprintln!("{}", hint(&running.ready));
 
-    signalled.await;
+    signals.await;
     tracing::info!("shutting down");
     running.stop().await;
     Ok(())
@@ -141,33 +141,21 @@ fn hint(ready: &server::ReadyLine) -> String {
     )
 }
 
-/// Registers SIGINT and SIGTERM handlers now; the future completes on either.
-fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+/// Resolves on SIGINT or SIGTERM; the handlers are installed when this returns.
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let term = signal(SignalKind::terminate()).ok();
-        let int = signal(SignalKind::interrupt()).ok();
-        async move {
-            match (term, int) {
-                (Some(mut term), Some(mut int)) => {
-                    tokio::select! {
-                        _ = term.recv() => {}
-                        _ = int.recv() => {}
-                    }
-                }
-                _ => {
-                    let _ = tokio::signal::ctrl_c().await;
-                }
-            }
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    #[cfg(unix)]
+    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    Ok(async move {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-    }
-    #[cfg(not(unix))]
-    {
-        async {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
 
 fn init_logging(cli: &Cli) {
