@@ -113,6 +113,13 @@ def main():
     aks = ContainerServiceClient(cred, SUB, api_version="2025-10-01", **kw)
     aks_new = ContainerServiceClient(cred, SUB, api_version="2026-04-01", **kw)
 
+    # Provider registrations (v4 releases register a legacy list): list, then
+    # register what is missing and read it back.
+    registered = {p.namespace for p in resources.providers.list() if p.registration_state == "Registered"}
+    assert "Microsoft.ContainerService" in registered, registered
+    assert resources.providers.register("Microsoft.Kusto").registration_state == "Registered"
+    assert resources.providers.get("Microsoft.Kusto").registration_state == "Registered"
+
     # azurerm_resource_group
     assert not resources.resource_groups.check_existence(RG)
     resources.resource_groups.create_or_update(RG, {"location": "eastus"})

@@ -255,6 +255,34 @@ pub fn provider(subscription: &str, namespace: &str) -> HttpResponse {
     }))
 }
 
+/// The providers `GET /subscriptions/{s}/providers` lists as registered; any
+/// other namespace registers at once when asked.
+const REGISTERED: [&str; 6] = [
+    "Microsoft.ContainerService",
+    "Microsoft.Resources",
+    "Microsoft.Compute",
+    "Microsoft.Network",
+    "Microsoft.ManagedIdentity",
+    "Microsoft.Authorization",
+];
+
+/// `GET /subscriptions/{s}/providers`.
+pub fn providers(subscription: &str) -> HttpResponse {
+    let value: Vec<Value> = REGISTERED
+        .iter()
+        .map(|ns| {
+            json!({
+                "id": format!("/subscriptions/{subscription}/providers/{ns}"),
+                "namespace": ns,
+                "registrationState": "Registered",
+                "registrationPolicy": "RegistrationRequired",
+                "resourceTypes": [],
+            })
+        })
+        .collect();
+    HttpResponse::Ok().json(json!({ "value": value }))
+}
+
 /// `application/x-www-form-urlencoded` into a map.
 fn parse_form(body: &[u8]) -> HashMap<String, String> {
     String::from_utf8_lossy(body)

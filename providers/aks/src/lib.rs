@@ -154,6 +154,7 @@ impl Aks {
             E::GetSubscription { subscription } => {
                 Ok(identity::get_subscription(self, &subscription))
             }
+            E::ListProviders { subscription } => Ok(identity::providers(&subscription)),
             E::GetProvider {
                 subscription,
                 namespace,

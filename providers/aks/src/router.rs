@@ -51,6 +51,11 @@ pub enum Endpoint {
         /// Subscription id.
         subscription: String,
     },
+    /// `GET /subscriptions/{s}/providers`: terraform's provider registration check.
+    ListProviders {
+        /// Subscription id.
+        subscription: String,
+    },
     /// `GET /subscriptions/{s}/providers/{namespace}`.
     GetProvider {
         /// Subscription id.
@@ -174,6 +179,7 @@ impl Endpoint {
             ("GET", ["tenants"]) => E::ListTenants,
             ("GET", ["subscriptions"]) => E::ListSubscriptions,
             ("GET", ["subscriptions", _]) => E::GetSubscription { subscription: s(1) },
+            ("GET", ["subscriptions", _, "providers"]) => E::ListProviders { subscription: s(1) },
             ("GET", ["subscriptions", _, "providers", _]) => E::GetProvider {
                 subscription: s(1),
                 namespace: s(3),
