@@ -443,10 +443,11 @@ async fn arm_conventions_and_long_running_operations_on_the_clock() {
             .status()
             .is_success()
     );
+    // With the group gone, ARM names the group, not the cluster.
     let (code, body) = json_of(http.get(&url).send().await.unwrap()).await;
     assert_eq!(
         (code, body["error"]["code"].as_str()),
-        (404, Some("ResourceNotFound"))
+        (404, Some("ResourceGroupNotFound"))
     );
     let (code, body) = json_of(http.get(&rg).send().await.unwrap()).await;
     assert_eq!(

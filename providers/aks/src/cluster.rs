@@ -315,7 +315,14 @@ fn create(
 
 /// `GET`.
 pub fn get(aks: &Aks, path: &ClusterPath) -> Result<HttpResponse, Error> {
-    let record = find(aks, path)?;
+    // A cluster whose group is missing is named as ARM names it; a cluster
+    // still shown while its group is being deleted is found first.
+    let record = find(aks, path).map_err(|e| {
+        match group::find(aks, &path.subscription, &path.resource_group) {
+            Err(missing_group) => missing_group,
+            Ok(_) => e,
+        }
+    })?;
     Ok(HttpResponse::Ok().json(render::managed_cluster(&record)))
 }
 
