@@ -170,7 +170,11 @@ mod tests {
         assert!(Authorizer::new(Mode::Rbac, &empty).authorize(&a).allowed);
         let a = Attributes::resource(u(&[]), "delete", "", "nodes", "");
         assert!(!Authorizer::new(Mode::Rbac, &empty).authorize(&a).allowed);
-        assert!(Authorizer::new(Mode::AllowAll, &empty).authorize(&a).allowed);
+        assert!(
+            Authorizer::new(Mode::AllowAll, &empty)
+                .authorize(&a)
+                .allowed
+        );
         let f = Authorizer::new(Mode::Rbac, &empty).check(&a).unwrap_err();
         assert_eq!(
             f.message,

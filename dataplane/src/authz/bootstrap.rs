@@ -64,7 +64,12 @@ fn binding(kind: &str, role_kind: &str, entry: &Value) -> Value {
 fn build() -> Vec<Value> {
     // The fixture is part of the build; a broken one fails the tests below.
     let data: Value = serde_json::from_str(DATA).unwrap_or(Value::Null);
-    let list = |k: &str| data.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+    let list = |k: &str| {
+        data.get(k)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
     let mut out = Vec::new();
     for e in list("clusterRoles") {
         let mut r = json!({
@@ -153,18 +158,45 @@ mod tests {
         let objs = objects();
         let names: Vec<(&str, &str)> = objs
             .iter()
-            .map(|o| (o["kind"].as_str().unwrap(), o["metadata"]["name"].as_str().unwrap()))
+            .map(|o| {
+                (
+                    o["kind"].as_str().unwrap(),
+                    o["metadata"]["name"].as_str().unwrap(),
+                )
+            })
             .collect();
-        for n in ["cluster-admin", "admin", "edit", "view", "system:discovery", "system:basic-user", "system:public-info-viewer", "system:kube-controller-manager", "system:kube-scheduler", "system:node"] {
+        for n in [
+            "cluster-admin",
+            "admin",
+            "edit",
+            "view",
+            "system:discovery",
+            "system:basic-user",
+            "system:public-info-viewer",
+            "system:kube-controller-manager",
+            "system:kube-scheduler",
+            "system:node",
+        ] {
             assert!(names.contains(&("ClusterRole", n)), "{n}");
         }
-        for n in ["cluster-admin", "system:discovery", "system:basic-user", "system:public-info-viewer"] {
+        for n in [
+            "cluster-admin",
+            "system:discovery",
+            "system:basic-user",
+            "system:public-info-viewer",
+        ] {
             assert!(names.contains(&("ClusterRoleBinding", n)), "{n}");
         }
         assert!(objs.len() > 50);
-        let admin = objs.iter().find(|o| o["metadata"]["name"] == "admin").unwrap();
+        let admin = objs
+            .iter()
+            .find(|o| o["metadata"]["name"] == "admin")
+            .unwrap();
         assert!(admin["rules"].as_array().unwrap().len() > 20);
-        assert_eq!(admin["metadata"]["labels"]["kubernetes.io/bootstrapping"], "rbac-defaults");
+        assert_eq!(
+            admin["metadata"]["labels"]["kubernetes.io/bootstrapping"],
+            "rbac-defaults"
+        );
     }
 
     #[test]
@@ -172,15 +204,23 @@ mod tests {
         let src = source();
         let mut extra = MemorySource::default();
         for (role, who) in [("view", "viewer"), ("edit", "editor"), ("admin", "nsadmin")] {
-            extra.put(json!({"kind":"RoleBinding","metadata":{"name":who,"namespace":"dev"},
+            extra.put(
+                json!({"kind":"RoleBinding","metadata":{"name":who,"namespace":"dev"},
                 "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":role},
-                "subjects":[{"kind":"User","name":who}]}));
+                "subjects":[{"kind":"User","name":who}]}),
+            );
         }
         let layered = Layered(vec![&src, &extra]);
         let authz = Authorizer::new(Mode::Rbac, &layered);
         let can = |who: &str, verb: &str, group: &str, res: &str| {
             authz
-                .authorize(&Attributes::resource(user(who, &["system:authenticated"]), verb, group, res, "dev"))
+                .authorize(&Attributes::resource(
+                    user(who, &["system:authenticated"]),
+                    verb,
+                    group,
+                    res,
+                    "dev",
+                ))
                 .allowed
         };
         // view: reads, but not secrets; no writes.
@@ -192,17 +232,35 @@ mod tests {
         assert!(can("editor", "list", "", "pods"));
         assert!(can("editor", "get", "", "secrets"));
         assert!(can("editor", "create", "apps", "deployments"));
-        assert!(!can("editor", "create", "rbac.authorization.k8s.io", "roles"));
+        assert!(!can(
+            "editor",
+            "create",
+            "rbac.authorization.k8s.io",
+            "roles"
+        ));
         // admin: edit + roles and bindings.
-        assert!(can("nsadmin", "create", "rbac.authorization.k8s.io", "rolebindings"));
+        assert!(can(
+            "nsadmin",
+            "create",
+            "rbac.authorization.k8s.io",
+            "rolebindings"
+        ));
         assert!(can("nsadmin", "delete", "", "pods"));
         assert!(!can("nsadmin", "delete", "", "namespaces"));
         // Nothing outside the namespace.
-        let other = Attributes::resource(user("editor", &["system:authenticated"]), "list", "", "pods", "prod");
+        let other = Attributes::resource(
+            user("editor", &["system:authenticated"]),
+            "list",
+            "",
+            "pods",
+            "prod",
+        );
         assert!(!authz.authorize(&other).allowed);
         // Everyone authenticated: discovery and self reviews; anonymous: public info only.
         let get = |groups: &[&str], path: &str| {
-            authz.authorize(&Attributes::non_resource(user("x", groups), "get", path)).allowed
+            authz
+                .authorize(&Attributes::non_resource(user("x", groups), "get", path))
+                .allowed
         };
         assert!(get(&["system:authenticated"], "/apis/apps/v1"));
         assert!(get(&["system:authenticated"], "/openapi/v3"));
@@ -210,7 +268,13 @@ mod tests {
         assert!(get(&["system:unauthenticated"], "/healthz"));
         assert!(!get(&["system:unauthenticated"], "/apis"));
         assert!(!get(&["system:authenticated"], "/metrics"));
-        let ssar = Attributes::resource(user("x", &["system:authenticated"]), "create", "authorization.k8s.io", "selfsubjectaccessreviews", "");
+        let ssar = Attributes::resource(
+            user("x", &["system:authenticated"]),
+            "create",
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews",
+            "",
+        );
         assert!(authz.authorize(&ssar).allowed);
         // system:masters via the cluster-admin binding too.
         let reason = Authorizer::new(Mode::Rbac, &src);
@@ -229,7 +293,11 @@ mod tests {
         src.put(json!({"kind":"ClusterRole","metadata":{"name":"crd-view","labels":{"rbac.authorization.k8s.io/aggregate-to-view":"true"}},
             "rules":[{"apiGroups":["example.com"],"resources":["widgets"],"verbs":["get","list","watch"]}]}));
         let admin = aggregated_rules(&src, "admin").unwrap();
-        assert!(admin.iter().any(|r| r["apiGroups"] == json!(["example.com"])));
+        assert!(
+            admin
+                .iter()
+                .any(|r| r["apiGroups"] == json!(["example.com"]))
+        );
         assert!(aggregated_rules(&src, "cluster-admin").is_none());
     }
 }

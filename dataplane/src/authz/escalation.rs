@@ -252,17 +252,23 @@ pub fn check_write(
     }
     match kind {
         "Role" | "ClusterRole" => {
-            let escalate = Attributes::resource(user.clone(), "escalate", RBAC_GROUP, resource, namespace)
-                .with_name(name);
+            let escalate =
+                Attributes::resource(user.clone(), "escalate", RBAC_GROUP, resource, namespace)
+                    .with_name(name);
             if authorizer.authorize(&escalate).allowed {
                 return Ok(());
             }
             confirm_no_escalation(source, user, namespace, &PolicyRule::all_of(object))
                 .map_err(forbid)?;
-            if kind == "ClusterRole" && object.get("aggregationRule").is_some_and(|a| !a.is_null()) {
-                confirm_no_escalation(source, user, namespace, &full_authority()).map_err(|_| {
-                    forbid("must have cluster-admin privileges to use the aggregationRule".into())
-                })?;
+            if kind == "ClusterRole" && object.get("aggregationRule").is_some_and(|a| !a.is_null())
+            {
+                confirm_no_escalation(source, user, namespace, &full_authority()).map_err(
+                    |_| {
+                        forbid(
+                            "must have cluster-admin privileges to use the aggregationRule".into(),
+                        )
+                    },
+                )?;
             }
             Ok(())
         }
@@ -278,7 +284,10 @@ pub fn check_write(
                 let bind = Attributes::resource(
                     user.clone(),
                     "bind",
-                    role_ref.get("apiGroup").and_then(Value::as_str).unwrap_or(""),
+                    role_ref
+                        .get("apiGroup")
+                        .and_then(Value::as_str)
+                        .unwrap_or(""),
                     ref_resource,
                     namespace,
                 )
@@ -308,30 +317,98 @@ mod tests {
     #[test]
     fn covers_as_upstream() {
         // Cases from upstream policy_comparator_test.go.
-        let owner = [rule(json!({"verbs":["*"],"apiGroups":["*"],"resources":["*"]}))];
-        assert!(covers(&owner, &[rule(json!({"verbs":["get"],"apiGroups":["a"],"resources":["b"]}))]).0);
+        let owner = [rule(
+            json!({"verbs":["*"],"apiGroups":["*"],"resources":["*"]}),
+        )];
+        assert!(
+            covers(
+                &owner,
+                &[rule(
+                    json!({"verbs":["get"],"apiGroups":["a"],"resources":["b"]})
+                )]
+            )
+            .0
+        );
         // Resource rules do not cover non-resource URLs.
-        assert!(!covers(&owner, &[rule(json!({"verbs":["get"],"nonResourceURLs":["/api"]}))]).0);
+        assert!(
+            !covers(
+                &owner,
+                &[rule(json!({"verbs":["get"],"nonResourceURLs":["/api"]}))]
+            )
+            .0
+        );
 
-        let owner = [rule(json!({"verbs":["get"],"apiGroups":[""],"resources":["*/scale"]}))];
-        assert!(covers(&owner, &[rule(json!({"verbs":["get"],"apiGroups":[""],"resources":["deployments/scale"]}))]).0);
-        assert!(!covers(&owner, &[rule(json!({"verbs":["get"],"apiGroups":[""],"resources":["deployments"]}))]).0);
+        let owner = [rule(
+            json!({"verbs":["get"],"apiGroups":[""],"resources":["*/scale"]}),
+        )];
+        assert!(
+            covers(
+                &owner,
+                &[rule(
+                    json!({"verbs":["get"],"apiGroups":[""],"resources":["deployments/scale"]})
+                )]
+            )
+            .0
+        );
+        assert!(
+            !covers(
+                &owner,
+                &[rule(
+                    json!({"verbs":["get"],"apiGroups":[""],"resources":["deployments"]})
+                )]
+            )
+            .0
+        );
 
-        let owner = [rule(json!({"verbs":["get"],"apiGroups":[""],"resources":["pods"],"resourceNames":["a"]}))];
-        assert!(!covers(&owner, &[rule(json!({"verbs":["get"],"apiGroups":[""],"resources":["pods"]}))]).0);
+        let owner = [rule(
+            json!({"verbs":["get"],"apiGroups":[""],"resources":["pods"],"resourceNames":["a"]}),
+        )];
+        assert!(
+            !covers(
+                &owner,
+                &[rule(
+                    json!({"verbs":["get"],"apiGroups":[""],"resources":["pods"]})
+                )]
+            )
+            .0
+        );
         assert!(covers(&owner, &[rule(json!({"verbs":["get"],"apiGroups":[""],"resources":["pods"],"resourceNames":["a"]}))]).0);
 
         let owner = [rule(json!({"verbs":["get"],"nonResourceURLs":["/apis/*"]}))];
-        assert!(covers(&owner, &[rule(json!({"verbs":["get"],"nonResourceURLs":["/apis/foo"]}))]).0);
-        assert!(!covers(&owner, &[rule(json!({"verbs":["get"],"nonResourceURLs":["/api"]}))]).0);
+        assert!(
+            covers(
+                &owner,
+                &[rule(
+                    json!({"verbs":["get"],"nonResourceURLs":["/apis/foo"]})
+                )]
+            )
+            .0
+        );
+        assert!(
+            !covers(
+                &owner,
+                &[rule(json!({"verbs":["get"],"nonResourceURLs":["/api"]}))]
+            )
+            .0
+        );
 
         let owner = [
             rule(json!({"verbs":["get"],"apiGroups":[""],"resources":["pods"]})),
             rule(json!({"verbs":["list"],"apiGroups":[""],"resources":["pods"]})),
         ];
-        let (ok, missing) = covers(&owner, &[rule(json!({"verbs":["get","list","delete"],"apiGroups":[""],"resources":["pods"]}))]);
+        let (ok, missing) = covers(
+            &owner,
+            &[rule(
+                json!({"verbs":["get","list","delete"],"apiGroups":[""],"resources":["pods"]}),
+            )],
+        );
         assert!(!ok);
-        assert_eq!(missing, vec![rule(json!({"verbs":["delete"],"apiGroups":[""],"resources":["pods"]}))]);
+        assert_eq!(
+            missing,
+            vec![rule(
+                json!({"verbs":["delete"],"apiGroups":[""],"resources":["pods"]})
+            )]
+        );
     }
 
     fn cluster() -> MemorySource {
@@ -396,8 +473,17 @@ mod tests {
             "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"secret-reader"},
             "subjects":[{"kind":"User","name":"carol"}]});
         let f = check_write(Mode::Rbac, &src, &bob(), "dev", &bad, None).unwrap_err();
-        assert!(f.message.starts_with("rolebindings.rbac.authorization.k8s.io \"b\" is forbidden: user \"bob\""), "{}", f.message);
-        assert!(f.message.ends_with("{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\"]}"));
+        assert!(
+            f.message.starts_with(
+                "rolebindings.rbac.authorization.k8s.io \"b\" is forbidden: user \"bob\""
+            ),
+            "{}",
+            f.message
+        );
+        assert!(
+            f.message
+                .ends_with("{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\"]}")
+        );
         let missing = json!({"kind":"RoleBinding","metadata":{"name":"b","namespace":"dev"},
             "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"nope"},
             "subjects":[{"kind":"User","name":"carol"}]});
@@ -410,9 +496,11 @@ mod tests {
         let mut src = src;
         src.put(json!({"kind":"Role","metadata":{"name":"binder","namespace":"dev"},
             "rules":[{"apiGroups":["rbac.authorization.k8s.io"],"resources":["clusterroles"],"resourceNames":["secret-reader"],"verbs":["bind"]}]}));
-        src.put(json!({"kind":"RoleBinding","metadata":{"name":"bob-binder","namespace":"dev"},
+        src.put(
+            json!({"kind":"RoleBinding","metadata":{"name":"bob-binder","namespace":"dev"},
             "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"binder"},
-            "subjects":[{"kind":"User","name":"bob"}]}));
+            "subjects":[{"kind":"User","name":"bob"}]}),
+        );
         assert!(check_write(Mode::Rbac, &src, &bob(), "dev", &bad, None).is_ok());
     }
 

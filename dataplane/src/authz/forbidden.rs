@@ -159,7 +159,9 @@ mod tests {
         assert_eq!(f.status()["details"], json!({}));
         let a = Attributes::resource(u("x"), "get", "", "secrets", "dev").with_name("s");
         let f = Forbidden::of_request(&a, "RBAC: role.rbac.authorization.k8s.io \"r\" not found");
-        assert!(f.message.ends_with("in the namespace \"dev\": RBAC: role.rbac.authorization.k8s.io \"r\" not found"));
+        assert!(f.message.ends_with(
+            "in the namespace \"dev\": RBAC: role.rbac.authorization.k8s.io \"r\" not found"
+        ));
         assert_eq!(f.status()["details"], json!({"name":"s","kind":"secrets"}));
         assert_eq!(f.status()["code"], 403);
     }

@@ -101,7 +101,9 @@ impl<'a> Rbac<'a> {
             .and_then(Value::as_array)
         else {
             let rules = PolicyRule::all_of(role);
-            self.memo.borrow_mut().insert(name.to_owned(), rules.clone());
+            self.memo
+                .borrow_mut()
+                .insert(name.to_owned(), rules.clone());
             return Some(rules);
         };
         visiting.insert(name.to_owned());
@@ -126,19 +128,28 @@ impl<'a> Rbac<'a> {
             }
         }
         visiting.remove(name);
-        self.memo.borrow_mut().insert(name.to_owned(), rules.clone());
+        self.memo
+            .borrow_mut()
+            .insert(name.to_owned(), rules.clone());
         Some(rules)
     }
 
     /// The rules a roleRef points at, from a binding in `namespace` ("" for a
     /// ClusterRoleBinding). Errors are worded as upstream's RBAC authorizer
     /// words them (its listers' NotFound).
-    pub fn role_ref_rules(&self, role_ref: &Value, namespace: &str) -> Result<Vec<PolicyRule>, String> {
+    pub fn role_ref_rules(
+        &self,
+        role_ref: &Value,
+        namespace: &str,
+    ) -> Result<Vec<PolicyRule>, String> {
         let kind = str_at(role_ref, "/kind");
         let name = str_at(role_ref, "/name");
         match kind {
             "ClusterRole" => self.cluster_role_rules(name).ok_or_else(|| {
-                format!("clusterrole.rbac.authorization.k8s.io {} not found", go_quote(name))
+                format!(
+                    "clusterrole.rbac.authorization.k8s.io {} not found",
+                    go_quote(name)
+                )
             }),
             "Role" => self
                 .source
@@ -146,8 +157,16 @@ impl<'a> Rbac<'a> {
                 .iter()
                 .find(|r| name_of(r) == name)
                 .map(PolicyRule::all_of)
-                .ok_or_else(|| format!("role.rbac.authorization.k8s.io {} not found", go_quote(name))),
-            other => Err(format!("unsupported role reference kind: {}", go_quote(other))),
+                .ok_or_else(|| {
+                    format!(
+                        "role.rbac.authorization.k8s.io {} not found",
+                        go_quote(name)
+                    )
+                }),
+            other => Err(format!(
+                "unsupported role reference kind: {}",
+                go_quote(other)
+            )),
         }
     }
 
@@ -338,14 +357,20 @@ mod tests {
         let rbac = Rbac::new(&src);
         let ci = user(
             "system:serviceaccount:dev:ci",
-            &["system:serviceaccounts", "system:serviceaccounts:dev", "system:authenticated"],
+            &[
+                "system:serviceaccounts",
+                "system:serviceaccounts:dev",
+                "system:authenticated",
+            ],
         );
         let a = Attributes::resource(ci.clone(), "list", "", "pods", "dev");
         assert_eq!(
             rbac.authorize(&a),
             Ok("RBAC: allowed by RoleBinding \"ci-pods/dev\" of Role \"pods\" to ServiceAccount \"ci/dev\"".into())
         );
-        let log = Attributes::resource(ci.clone(), "get", "", "pods", "dev").with_subresource("log").with_name("p");
+        let log = Attributes::resource(ci.clone(), "get", "", "pods", "dev")
+            .with_subresource("log")
+            .with_name("p");
         assert!(rbac.authorize(&log).is_ok());
         let del = Attributes::resource(ci.clone(), "delete", "", "pods", "dev").with_name("p");
         assert_eq!(rbac.authorize(&del), Err(String::new()));

@@ -14,7 +14,10 @@ use crate::error::{ApiError, Cause, Target};
 const GROUP: &str = "authorization.k8s.io";
 
 fn s(v: &Value, ptr: &str) -> String {
-    v.pointer(ptr).and_then(Value::as_str).unwrap_or("").to_owned()
+    v.pointer(ptr)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned()
 }
 
 fn invalid(kind: &str, causes: Vec<Cause>) -> ApiError {
@@ -104,7 +107,12 @@ fn user_of_spec(spec: &Value) -> UserInfo {
     let list = |k: &str| -> Vec<String> {
         spec.get(k)
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let extra = spec
@@ -115,7 +123,12 @@ fn user_of_spec(spec: &Value) -> UserInfo {
                 .map(|(k, v)| {
                     let vals = v
                         .as_array()
-                        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(Value::as_str)
+                                .map(str::to_owned)
+                                .collect()
+                        })
                         .unwrap_or_default();
                     (k.clone(), vals)
                 })
@@ -159,7 +172,10 @@ pub fn local_subject_access_review(
     const KIND: &str = "LocalSubjectAccessReview";
     let spec = body.get("spec").cloned().unwrap_or(json!({}));
     let mut causes = attribute_causes(&spec);
-    if spec.get("nonResourceAttributes").is_some_and(|v| !v.is_null()) {
+    if spec
+        .get("nonResourceAttributes")
+        .is_some_and(|v| !v.is_null())
+    {
         causes.push(cause(
             "spec.nonResourceAttributes",
             &format!("{}", json!(spec["nonResourceAttributes"])),
@@ -198,7 +214,12 @@ pub fn self_subject_access_review(
     if !causes.is_empty() {
         return Err(invalid(KIND, causes));
     }
-    Ok(respond(KIND, body, authz, &attributes(&spec, caller.clone())))
+    Ok(respond(
+        KIND,
+        body,
+        authz,
+        &attributes(&spec, caller.clone()),
+    ))
 }
 
 /// POST `/apis/authorization.k8s.io/v1/selfsubjectrulesreviews`
@@ -217,7 +238,8 @@ pub fn self_subject_rules_review(
         .resource_rules
         .iter()
         .map(|r| {
-            let mut v = json!({ "verbs": r.verbs, "apiGroups": r.api_groups, "resources": r.resources });
+            let mut v =
+                json!({ "verbs": r.verbs, "apiGroups": r.api_groups, "resources": r.resources });
             if !r.resource_names.is_empty() {
                 v["resourceNames"] = json!(r.resource_names);
             }
@@ -317,16 +339,30 @@ mod tests {
         let u = ci();
         let body = json!({"spec":{"user":u.username,"groups":u.groups,
             "resourceAttributes":{"namespace":"dev","verb":"get","resource":"configmaps","name":"cfg"}}});
-        assert_eq!(subject_access_review(&authz, &body).unwrap()["status"]["allowed"], true);
+        assert_eq!(
+            subject_access_review(&authz, &body).unwrap()["status"]["allowed"],
+            true
+        );
         let body = json!({"spec":{"user":"nobody","nonResourceAttributes":{"path":"/healthz","verb":"get"}}});
-        assert_eq!(subject_access_review(&authz, &body).unwrap()["status"]["allowed"], false);
+        assert_eq!(
+            subject_access_review(&authz, &body).unwrap()["status"]["allowed"],
+            false
+        );
         let body = json!({"spec":{"groups":["system:unauthenticated"],"nonResourceAttributes":{"path":"/healthz","verb":"get"}}});
-        assert_eq!(subject_access_review(&authz, &body).unwrap()["status"]["allowed"], true);
+        assert_eq!(
+            subject_access_review(&authz, &body).unwrap()["status"]["allowed"],
+            true
+        );
         let body = json!({"spec":{"resourceAttributes":{"verb":"get","resource":"pods"}}});
         let e = subject_access_review(&authz, &body).unwrap_err();
-        assert!(e.to_string().contains("spec.user: Invalid value: \"\": at least one of user or group must be specified"));
+        assert!(e.to_string().contains(
+            "spec.user: Invalid value: \"\": at least one of user or group must be specified"
+        ));
         let body = json!({"spec":{"user":"x","resourceAttributes":{"namespace":"other","verb":"get","resource":"pods"}}});
-        assert!(matches!(local_subject_access_review(&authz, "dev", &body), Err(ApiError::BadRequest(_))));
+        assert!(matches!(
+            local_subject_access_review(&authz, "dev", &body),
+            Err(ApiError::BadRequest(_))
+        ));
     }
 
     #[test]
@@ -341,12 +377,26 @@ mod tests {
         assert!(rr.contains(&json!({"verbs":["get","list","create"],"apiGroups":["apps"],"resources":["deployments"]})));
         assert!(rr.contains(&json!({"verbs":["get"],"apiGroups":[""],"resources":["configmaps"],"resourceNames":["cfg"]})));
         let nr = r["status"]["nonResourceRules"].as_array().unwrap();
-        assert!(nr.iter().any(|n| n["nonResourceURLs"].as_array().unwrap().contains(&json!("/version"))));
+        assert!(nr.iter().any(|n| {
+            n["nonResourceURLs"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("/version"))
+        }));
         assert_eq!(r["status"]["incomplete"], false);
         // In another namespace, the Role does not apply.
         let other = json!({"spec":{"namespace":"prod"}});
         let r = self_subject_rules_review(&authz, &ci(), &other).unwrap();
-        assert!(!r["status"]["resourceRules"].as_array().unwrap().iter().any(|x| x["apiGroups"] == json!(["apps"])));
-        assert!(matches!(self_subject_rules_review(&authz, &ci(), &json!({"spec":{}})), Err(ApiError::BadRequest(_))));
+        assert!(
+            !r["status"]["resourceRules"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x["apiGroups"] == json!(["apps"]))
+        );
+        assert!(matches!(
+            self_subject_rules_review(&authz, &ci(), &json!({"spec":{}})),
+            Err(ApiError::BadRequest(_))
+        ));
     }
 }

@@ -204,7 +204,11 @@ impl Subject {
             } else {
                 &self.namespace
             };
-            format!("{} {}", self.kind, go_quote(&format!("{}/{}", self.name, ns)))
+            format!(
+                "{} {}",
+                self.kind,
+                go_quote(&format!("{}/{}", self.name, ns))
+            )
         } else {
             format!("{} {}", self.kind, go_quote(&self.name))
         }
@@ -260,17 +264,29 @@ mod tests {
         assert!(log.allows(&res("get", "", "pods", "log", "a")));
         assert!(!log.allows(&res("get", "", "pods", "", "a")));
 
-        let named = rule(json!({"apiGroups":[""],"resources":["configmaps"],"resourceNames":["x"],"verbs":["get","list"]}));
+        let named = rule(
+            json!({"apiGroups":[""],"resources":["configmaps"],"resourceNames":["x"],"verbs":["get","list"]}),
+        );
         assert!(named.allows(&res("get", "", "configmaps", "", "x")));
         assert!(!named.allows(&res("get", "", "configmaps", "", "y")));
         // A list names nothing, so resourceNames cannot allow it.
         assert!(!named.allows(&res("list", "", "configmaps", "", "")));
 
         let all = rule(json!({"apiGroups":["*"],"resources":["*"],"verbs":["*"]}));
-        assert!(all.allows(&res("escalate", "rbac.authorization.k8s.io", "roles", "", "r")));
+        assert!(all.allows(&res(
+            "escalate",
+            "rbac.authorization.k8s.io",
+            "roles",
+            "",
+            "r"
+        )));
         assert!(all.allows(&res("get", "", "pods", "exec", "p")));
         // Resource rules never match non-resource requests.
-        assert!(!all.allows(&Attributes::non_resource(UserInfo::default(), "get", "/healthz")));
+        assert!(!all.allows(&Attributes::non_resource(
+            UserInfo::default(),
+            "get",
+            "/healthz"
+        )));
     }
 
     #[test]
@@ -282,7 +298,11 @@ mod tests {
         assert!(r.allows(&get("/apis/apps/v1")));
         assert!(r.allows(&get("/apis/")));
         assert!(!r.allows(&get("/apis")));
-        assert!(!r.allows(&Attributes::non_resource(UserInfo::default(), "post", "/healthz")));
+        assert!(!r.allows(&Attributes::non_resource(
+            UserInfo::default(),
+            "post",
+            "/healthz"
+        )));
         let star = rule(json!({"nonResourceURLs":["*"],"verbs":["*"]}));
         assert!(star.allows(&get("/anything")));
     }

@@ -47,11 +47,29 @@ mod tests {
         assert!(matches(&json!({}), &l));
         assert!(matches(&json!({"matchLabels":{"a":"1"}}), &l));
         assert!(!matches(&json!({"matchLabels":{"a":"2"}}), &l));
-        assert!(matches(&json!({"matchExpressions":[{"key":"b","operator":"In","values":["2","3"]}]}), &l));
-        assert!(!matches(&json!({"matchExpressions":[{"key":"b","operator":"NotIn","values":["2"]}]}), &l));
-        assert!(matches(&json!({"matchExpressions":[{"key":"c","operator":"NotIn","values":["2"]}]}), &l));
-        assert!(matches(&json!({"matchExpressions":[{"key":"a","operator":"Exists"}]}), &l));
-        assert!(matches(&json!({"matchExpressions":[{"key":"z","operator":"DoesNotExist"}]}), &l));
-        assert!(!matches(&json!({"matchExpressions":[{"key":"a","operator":"Bogus"}]}), &l));
+        assert!(matches(
+            &json!({"matchExpressions":[{"key":"b","operator":"In","values":["2","3"]}]}),
+            &l
+        ));
+        assert!(!matches(
+            &json!({"matchExpressions":[{"key":"b","operator":"NotIn","values":["2"]}]}),
+            &l
+        ));
+        assert!(matches(
+            &json!({"matchExpressions":[{"key":"c","operator":"NotIn","values":["2"]}]}),
+            &l
+        ));
+        assert!(matches(
+            &json!({"matchExpressions":[{"key":"a","operator":"Exists"}]}),
+            &l
+        ));
+        assert!(matches(
+            &json!({"matchExpressions":[{"key":"z","operator":"DoesNotExist"}]}),
+            &l
+        ));
+        assert!(!matches(
+            &json!({"matchExpressions":[{"key":"a","operator":"Bogus"}]}),
+            &l
+        ));
     }
 }

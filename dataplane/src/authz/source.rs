@@ -90,12 +90,18 @@ impl RbacSource for Layered<'_> {
         self.0.iter().flat_map(|s| s.cluster_roles()).collect()
     }
     fn cluster_role_bindings(&self) -> Vec<Value> {
-        self.0.iter().flat_map(|s| s.cluster_role_bindings()).collect()
+        self.0
+            .iter()
+            .flat_map(|s| s.cluster_role_bindings())
+            .collect()
     }
     fn roles(&self, namespace: &str) -> Vec<Value> {
         self.0.iter().flat_map(|s| s.roles(namespace)).collect()
     }
     fn role_bindings(&self, namespace: &str) -> Vec<Value> {
-        self.0.iter().flat_map(|s| s.role_bindings(namespace)).collect()
+        self.0
+            .iter()
+            .flat_map(|s| s.role_bindings(namespace))
+            .collect()
     }
 }
