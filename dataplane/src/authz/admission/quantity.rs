@@ -35,7 +35,11 @@ impl Add for Quantity {
         // Upstream keeps the first operand's format; a zero start takes the other's.
         Quantity {
             nanos: self.nanos + o.nanos,
-            binary: if self.nanos == 0 { o.binary } else { self.binary },
+            binary: if self.nanos == 0 {
+                o.binary
+            } else {
+                self.binary
+            },
         }
     }
 }
@@ -89,9 +93,7 @@ impl Quantity {
             _ => return None,
         };
         let negative = num.starts_with('-');
-        let digits = num
-            .strip_prefix(['+', '-'])
-            .unwrap_or(num);
+        let digits = num.strip_prefix(['+', '-']).unwrap_or(num);
         let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
         if int.is_empty() && frac.is_empty() {
             return None;
@@ -146,7 +148,14 @@ impl fmt::Display for Quantity {
         }
         if self.binary && n % NANO == 0 && (n / NANO).abs() >= 1024 {
             let v = n / NANO;
-            for (shift, suffix) in [(60, "Ei"), (50, "Pi"), (40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki")] {
+            for (shift, suffix) in [
+                (60, "Ei"),
+                (50, "Pi"),
+                (40, "Ti"),
+                (30, "Gi"),
+                (20, "Mi"),
+                (10, "Ki"),
+            ] {
                 let unit = 1i128 << shift;
                 if v % unit == 0 {
                     return write!(f, "{}{suffix}", v / unit);

@@ -28,7 +28,10 @@ fn one() -> Quantity {
 }
 
 fn list<'a>(v: &'a Value, ptr: &str) -> impl Iterator<Item = &'a Value> {
-    v.pointer(ptr).and_then(Value::as_array).into_iter().flatten()
+    v.pointer(ptr)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
 }
 
 fn resource_list(v: Option<&Value>) -> Usage {
@@ -124,7 +127,10 @@ pub fn usage(group: &str, resource: &str, object: &Value) -> Usage {
         }
         "services" => {
             u.insert("services".into(), one());
-            let ty = object.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP");
+            let ty = object
+                .pointer("/spec/type")
+                .and_then(Value::as_str)
+                .unwrap_or("ClusterIP");
             let ports = list(object, "/spec/ports").count() as i64;
             if ty == "LoadBalancer" {
                 u.insert("services.loadbalancers".into(), one());
@@ -140,7 +146,10 @@ pub fn usage(group: &str, resource: &str, object: &Value) -> Usage {
                 .and_then(Quantity::of_json)
                 .unwrap_or_default();
             u.insert("requests.storage".into(), storage);
-            if let Some(sc) = object.pointer("/spec/storageClassName").and_then(Value::as_str) {
+            if let Some(sc) = object
+                .pointer("/spec/storageClassName")
+                .and_then(Value::as_str)
+            {
                 let prefix = format!("{sc}.storageclass.storage.k8s.io/");
                 u.insert(format!("{prefix}persistentvolumeclaims"), one());
                 u.insert(format!("{prefix}requests.storage"), storage);
@@ -162,7 +171,10 @@ fn matches_scopes(quota: &Value, resource: &str, object: &Value) -> bool {
         .collect();
     for e in list(quota, "/spec/scopeSelector/matchExpressions") {
         let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-        let values = list(e, "/values").filter_map(Value::as_str).map(str::to_owned).collect();
+        let values = list(e, "/values")
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect();
         scopes.push((s("scopeName"), s("operator"), values));
     }
     if scopes.is_empty() {
@@ -172,8 +184,12 @@ fn matches_scopes(quota: &Value, resource: &str, object: &Value) -> bool {
         return false;
     }
     scopes.iter().all(|(scope, op, values)| {
-        let terminating = object.pointer("/spec/activeDeadlineSeconds").is_some_and(|v| !v.is_null());
-        let priority = object.pointer("/spec/priorityClassName").and_then(Value::as_str);
+        let terminating = object
+            .pointer("/spec/activeDeadlineSeconds")
+            .is_some_and(|v| !v.is_null());
+        let priority = object
+            .pointer("/spec/priorityClassName")
+            .and_then(Value::as_str);
         match (scope.as_str(), op.as_str()) {
             ("Terminating", _) => terminating,
             ("NotTerminating", _) => !terminating,
@@ -216,7 +232,11 @@ fn must_specify(pod: &Value, required: &BTreeSet<String>) -> Option<String> {
     let mut missing: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for c in list(pod, "/spec/containers").chain(list(pod, "/spec/initContainers")) {
         let (req, lim) = (container_requests(c), container_limits(c));
-        let name = c.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+        let name = c
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
         for r in required {
             let present = match r.split_once('.') {
                 Some(("limits", k)) => lim.contains_key(k),
@@ -233,7 +253,12 @@ fn must_specify(pod: &Value, required: &BTreeSet<String>) -> Option<String> {
     }
     let parts: Vec<String> = missing
         .iter()
-        .map(|(r, names)| format!("{r} for: {}", names.iter().cloned().collect::<Vec<_>>().join(",")))
+        .map(|(r, names)| {
+            format!(
+                "{r} for: {}",
+                names.iter().cloned().collect::<Vec<_>>().join(",")
+            )
+        })
         .collect();
     Some(format!("must specify {}", parts.join("; ")))
 }
@@ -262,7 +287,10 @@ pub fn admit(
     if !handles {
         return Ok(Vec::new());
     }
-    let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let forbid = |why: String| Forbidden::of_object(group, resource, name, &why);
     let mut delta = usage(group, resource, object);
     if let Some(old) = old {
@@ -278,15 +306,25 @@ pub fn admit(
         if !matches_scopes(quota, resource, object) {
             continue;
         }
-        let qname = quota.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+        let qname = quota
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let hard = hard_of(quota);
-        let constrained: BTreeSet<String> = hard.keys().filter(|k| delta.contains_key(*k)).cloned().collect();
+        let constrained: BTreeSet<String> = hard
+            .keys()
+            .filter(|k| delta.contains_key(*k))
+            .cloned()
+            .collect();
         let compute_required: BTreeSet<String> = hard
             .keys()
             .filter(|k| COMPUTE.contains(&k.as_str()))
             .cloned()
             .collect();
-        if resource == "pods" && group.is_empty() && !compute_required.is_empty() && !is_terminal(object)
+        if resource == "pods"
+            && group.is_empty()
+            && !compute_required.is_empty()
+            && !is_terminal(object)
             && let Some(why) = must_specify(object, &compute_required)
         {
             return Err(forbid(format!("failed quota: {qname}: {why}")));
@@ -296,7 +334,10 @@ pub fn admit(
             continue;
         }
         let used = resource_list(quota.pointer("/status/used"));
-        let unknown: Vec<&String> = constrained.iter().filter(|k| !used.contains_key(*k)).collect();
+        let unknown: Vec<&String> = constrained
+            .iter()
+            .filter(|k| !used.contains_key(*k))
+            .collect();
         if !unknown.is_empty() {
             let names: Vec<&str> = unknown.iter().map(|s| s.as_str()).collect();
             return Err(forbid(format!(
@@ -391,27 +432,71 @@ mod tests {
 
     #[test]
     fn pod_counts_and_cpu_are_enforced_with_upstream_messages() {
-        let q = quota(json!({"pods":"2","requests.cpu":"1"}), json!({"pods":"2","requests.cpu":"500m"}));
-        let e = admit(Operation::Create, "", "pods", &pod("p3", Some("100m"), None), None, &[q]).unwrap_err();
+        let q = quota(
+            json!({"pods":"2","requests.cpu":"1"}),
+            json!({"pods":"2","requests.cpu":"500m"}),
+        );
+        let e = admit(
+            Operation::Create,
+            "",
+            "pods",
+            &pod("p3", Some("100m"), None),
+            None,
+            &[q],
+        )
+        .unwrap_err();
         assert_eq!(
             e.message,
             "pods \"p3\" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=2, limited: pods=2"
         );
-        let q = quota(json!({"pods":"2","requests.cpu":"1"}), json!({"pods":"1","requests.cpu":"500m"}));
-        let e = admit(Operation::Create, "", "pods", &pod("big", Some("600m"), None), None, &[q.clone()]).unwrap_err();
+        let q = quota(
+            json!({"pods":"2","requests.cpu":"1"}),
+            json!({"pods":"1","requests.cpu":"500m"}),
+        );
+        let e = admit(
+            Operation::Create,
+            "",
+            "pods",
+            &pod("big", Some("600m"), None),
+            None,
+            std::slice::from_ref(&q),
+        )
+        .unwrap_err();
         assert_eq!(
             e.message,
             "pods \"big\" is forbidden: exceeded quota: compute, requested: requests.cpu=600m, used: requests.cpu=500m, limited: requests.cpu=1"
         );
-        let ok = admit(Operation::Create, "", "pods", &pod("p2", Some("500m"), None), None, &[q]).unwrap();
-        assert_eq!(ok[0]["status"]["used"], json!({"pods":"2","requests.cpu":"1"}));
+        let ok = admit(
+            Operation::Create,
+            "",
+            "pods",
+            &pod("p2", Some("500m"), None),
+            None,
+            &[q],
+        )
+        .unwrap();
+        assert_eq!(
+            ok[0]["status"]["used"],
+            json!({"pods":"2","requests.cpu":"1"})
+        );
         assert_eq!(e.status()["code"], 403);
     }
 
     #[test]
     fn compute_quotas_need_requests() {
-        let q = quota(json!({"limits.memory":"1Gi","requests.cpu":"1"}), json!({"limits.memory":"0","requests.cpu":"0"}));
-        let e = admit(Operation::Create, "", "pods", &pod("p", None, None), None, &[q]).unwrap_err();
+        let q = quota(
+            json!({"limits.memory":"1Gi","requests.cpu":"1"}),
+            json!({"limits.memory":"0","requests.cpu":"0"}),
+        );
+        let e = admit(
+            Operation::Create,
+            "",
+            "pods",
+            &pod("p", None, None),
+            None,
+            &[q],
+        )
+        .unwrap_err();
         assert_eq!(
             e.message,
             "pods \"p\" is forbidden: failed quota: compute: must specify limits.memory for: app; requests.cpu for: app"
@@ -421,28 +506,96 @@ mod tests {
     #[test]
     fn unknown_status_and_object_counts() {
         let q = json!({"metadata":{"name":"counts"},"spec":{"hard":{"count/deployments.apps":"1","configmaps":"1"}}});
-        let e = admit(Operation::Create, "", "configmaps", &json!({"metadata":{"name":"c"}}), None, &[q.clone()]).unwrap_err();
-        assert_eq!(e.message, "configmaps \"c\" is forbidden: status unknown for quota: counts, resources: configmaps");
-        let objs = vec![("apps".to_owned(), "deployments".to_owned(), json!({"metadata":{"name":"d1"}}))];
+        let e = admit(
+            Operation::Create,
+            "",
+            "configmaps",
+            &json!({"metadata":{"name":"c"}}),
+            None,
+            std::slice::from_ref(&q),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.message,
+            "configmaps \"c\" is forbidden: status unknown for quota: counts, resources: configmaps"
+        );
+        let objs = vec![(
+            "apps".to_owned(),
+            "deployments".to_owned(),
+            json!({"metadata":{"name":"d1"}}),
+        )];
         let mut q = q;
         q["status"] = status(&q, &objs);
-        assert_eq!(q["status"]["used"], json!({"configmaps":"0","count/deployments.apps":"1"}));
-        let e = admit(Operation::Create, "apps", "deployments", &json!({"metadata":{"name":"d2"}}), None, &[q.clone()]).unwrap_err();
+        assert_eq!(
+            q["status"]["used"],
+            json!({"configmaps":"0","count/deployments.apps":"1"})
+        );
+        let e = admit(
+            Operation::Create,
+            "apps",
+            "deployments",
+            &json!({"metadata":{"name":"d2"}}),
+            None,
+            std::slice::from_ref(&q),
+        )
+        .unwrap_err();
         assert_eq!(
             e.message,
             "deployments.apps \"d2\" is forbidden: exceeded quota: counts, requested: count/deployments.apps=1, used: count/deployments.apps=1, limited: count/deployments.apps=1"
         );
         // Updates of pods or deployments are not charged; unrelated kinds pass.
-        assert!(admit(Operation::Update, "apps", "deployments", &json!({}), Some(&json!({})), &[q.clone()]).unwrap().is_empty());
-        assert!(admit(Operation::Create, "", "secrets", &json!({"metadata":{"name":"s"}}), None, &[q]).unwrap().is_empty());
+        assert!(
+            admit(
+                Operation::Update,
+                "apps",
+                "deployments",
+                &json!({}),
+                Some(&json!({})),
+                std::slice::from_ref(&q)
+            )
+            .unwrap()
+            .is_empty()
+        );
+        assert!(
+            admit(
+                Operation::Create,
+                "",
+                "secrets",
+                &json!({"metadata":{"name":"s"}}),
+                None,
+                &[q]
+            )
+            .unwrap()
+            .is_empty()
+        );
     }
 
     #[test]
     fn scopes_select_pods() {
         let mut q = quota(json!({"pods":"0"}), json!({"pods":"0"}));
         q["spec"]["scopes"] = json!(["BestEffort"]);
-        assert!(admit(Operation::Create, "", "pods", &pod("a", None, None), None, &[q.clone()]).is_err());
-        assert!(admit(Operation::Create, "", "pods", &pod("b", Some("1"), None), None, &[q]).is_ok());
+        assert!(
+            admit(
+                Operation::Create,
+                "",
+                "pods",
+                &pod("a", None, None),
+                None,
+                std::slice::from_ref(&q)
+            )
+            .is_err()
+        );
+        assert!(
+            admit(
+                Operation::Create,
+                "",
+                "pods",
+                &pod("b", Some("1"), None),
+                None,
+                &[q]
+            )
+            .is_ok()
+        );
     }
 
     #[test]
