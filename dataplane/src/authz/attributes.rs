@@ -170,19 +170,30 @@ pub fn from_request(user: UserInfo, method: &str, path: &str, query: &str) -> At
     if info.name.is_empty() && info.verb == "delete" {
         info.verb = "deletecollection".to_owned();
     }
+    // A patch of a namespace itself is not "in" that namespace (so server-side
+    // apply may create it), as upstream's requestinfo_test.go pins.
+    if info.verb == "patch" && info.resource == "namespaces" && info.subresource.is_empty() {
+        info.namespace.clear();
+    }
     info
 }
 
-/// The value `metadata.name` must equal in a field selector, if it pins one.
+/// The value `metadata.name` must equal in a field selector, if it pins one;
+/// `None` too when the selector does not parse (every term needs `=`, `==`
+/// or `!=`), as upstream ignores unparseable selectors here.
 fn exact_name(selector: &str) -> Option<String> {
-    selector.split(',').find_map(|term| {
+    let mut name = None;
+    for term in selector.split(',') {
         let term = term.trim();
         if term.contains("!=") {
-            return None;
+            continue;
         }
         let (field, value) = term.split_once("==").or_else(|| term.split_once('='))?;
-        (field.trim() == "metadata.name").then(|| value.trim().to_owned())
-    })
+        if field.trim() == "metadata.name" && name.is_none() {
+            name = Some(value.trim().to_owned());
+        }
+    }
+    name
 }
 
 /// Upstream `path.IsValidPathSegmentName`.
@@ -588,7 +599,142 @@ mod tests {
             "",
             true,
         ),
+        (
+            "PATCH",
+            "/api/v1/namespaces/new-namespace",
+            "patch",
+            "",
+            "",
+            "namespaces",
+            "",
+            "new-namespace",
+            true,
+        ),
+        (
+            "DELETE",
+            "/api/v1/nodes",
+            "deletecollection",
+            "",
+            "",
+            "nodes",
+            "",
+            "",
+            true,
+        ),
+        (
+            "DELETE",
+            "/api/v1/namespaces",
+            "deletecollection",
+            "",
+            "",
+            "namespaces",
+            "",
+            "",
+            true,
+        ),
+        (
+            "POST",
+            "/apis/extensions/v1beta3/namespaces/other/pods",
+            "create",
+            "extensions",
+            "other",
+            "pods",
+            "",
+            "",
+            true,
+        ),
+        (
+            "GET",
+            "/apis/group/version/resource?fieldSelector=foo=bar",
+            "list",
+            "group",
+            "",
+            "resource",
+            "",
+            "",
+            true,
+        ),
+        (
+            "GET",
+            "/apis/group/version/resource?fieldSelector=metadata.name=name1,foo",
+            "list",
+            "group",
+            "",
+            "resource",
+            "",
+            "",
+            true,
+        ),
+        (
+            "GET",
+            "/apis/group/version/resource?fieldSelector=metadata.name=name1,foo&watch=true",
+            "watch",
+            "group",
+            "",
+            "resource",
+            "",
+            "",
+            true,
+        ),
+        (
+            "GET",
+            "/apis/group/version/resource?watch=true&fieldSelector=metadata.name=name1",
+            "watch",
+            "group",
+            "",
+            "resource",
+            "",
+            "name1",
+            true,
+        ),
         // non-resource requests
+        ("GET", "/", "get", "", "", "", "", "", false),
+        ("GET", "", "get", "", "", "", "", "", false),
+        ("GET", "/api/version/", "get", "", "", "", "", "", false),
+        (
+            "GET",
+            "/apis/group/version/",
+            "get",
+            "",
+            "",
+            "",
+            "",
+            "",
+            false,
+        ),
+        (
+            "GET",
+            "/badprefix/version/resource",
+            "get",
+            "",
+            "",
+            "",
+            "",
+            "",
+            false,
+        ),
+        (
+            "GET",
+            "/apis/version/resource",
+            "get",
+            "",
+            "",
+            "",
+            "",
+            "",
+            false,
+        ),
+        (
+            "GET",
+            "/apis/extensions/v1beta1/",
+            "get",
+            "",
+            "",
+            "",
+            "",
+            "",
+            false,
+        ),
         ("GET", "/healthz", "get", "", "", "", "", "", false),
         ("GET", "/api", "get", "", "", "", "", "", false),
         ("GET", "/api/v1", "get", "", "", "", "", "", false),
