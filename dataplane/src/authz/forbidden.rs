@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use super::attributes::Attributes;
 use super::rules::go_quote;
+use crate::error::Cause;
 
 /// A denial, ready to render as a `metav1.Status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +19,8 @@ pub struct Forbidden {
     pub kind: String,
     /// `details.name`.
     pub name: String,
+    /// `details.causes` (e.g. `NamespaceTerminating`).
+    pub causes: Vec<Cause>,
 }
 
 /// Upstream `forbiddenMessage`: the part after `… is forbidden: `.
@@ -80,6 +83,7 @@ impl Forbidden {
             group: a.api_group.clone(),
             kind: a.resource.clone(),
             name: a.name.clone(),
+            causes: Vec::new(),
         }
     }
 
@@ -91,6 +95,7 @@ impl Forbidden {
             group: group.into(),
             kind: resource.into(),
             name: name.into(),
+            causes: Vec::new(),
         }
     }
 
@@ -105,6 +110,13 @@ impl Forbidden {
         }
         if !self.kind.is_empty() {
             details["kind"] = json!(self.kind);
+        }
+        if !self.causes.is_empty() {
+            details["causes"] = self
+                .causes
+                .iter()
+                .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
+                .collect();
         }
         json!({
             "kind": "Status",

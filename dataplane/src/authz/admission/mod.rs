@@ -1,13 +1,18 @@
 //! Admission as pure functions, run after defaulting and authorization and
-//! before storing, in upstream's order: [`limitrange`] (mutating: container
-//! defaults; then validating: min/max/ratio), then [`quota`] (object counts
-//! and compute resources against every ResourceQuota of the namespace).
+//! before storing, in upstream's order. Mutating: [`namespace`]
+//! (NamespaceLifecycle, which only refuses), [`limitrange::mutate`]
+//! (container defaults), [`serviceaccount`] (default account, token volume).
+//! Validating: [`limitrange::validate`] (min/max/ratio), then [`quota`]
+//! (object counts and compute resources against every ResourceQuota of the
+//! namespace).
 //!
 //! [`quantity`] parses and prints `resource.Quantity` as upstream does.
 
 pub mod limitrange;
+pub mod namespace;
 pub mod quantity;
 pub mod quota;
+pub mod serviceaccount;
 
 /// Which write is being admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
