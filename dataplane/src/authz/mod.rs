@@ -20,7 +20,9 @@
 //!   access entries and `aws-auth`, GKE IAM, AKS credentials and Azure RBAC).
 //! - [`review`]: SubjectAccessReview, SelfSubjectAccessReview,
 //!   LocalSubjectAccessReview and SelfSubjectRulesReview.
-//! - [`admission`]: ResourceQuota and LimitRange admission.
+//! - [`admission`]: NamespaceLifecycle, LimitRange, ServiceAccount and
+//!   ResourceQuota admission.
+//! - [`networkpolicy`]: whether traffic between two Pods would be allowed.
 
 pub mod admission;
 pub mod attributes;
@@ -29,6 +31,7 @@ pub mod bootstrap;
 pub mod cloud;
 pub mod escalation;
 pub mod forbidden;
+pub mod networkpolicy;
 pub mod rbac;
 pub mod review;
 pub mod rules;
