@@ -456,6 +456,16 @@ mod tests {
         admin.groups.push("system:masters".into());
         assert!(check_write(Mode::Rbac, &src, &admin, "dev", &bad, None).is_ok());
         assert!(check_write(Mode::AllowAll, &src, &bob(), "dev", &bad, None).is_ok());
+        // With the `escalate` verb on roles, any rules may be written.
+        let mut esc = src.clone();
+        esc.put(json!({"kind":"Role","metadata":{"name":"escalator","namespace":"dev"},
+            "rules":[{"apiGroups":["rbac.authorization.k8s.io"],"resources":["roles"],"verbs":["escalate"]}]}));
+        esc.put(
+            json!({"kind":"RoleBinding","metadata":{"name":"bob-esc","namespace":"dev"},
+            "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"escalator"},
+            "subjects":[{"kind":"User","name":"bob"}]}),
+        );
+        assert!(check_write(Mode::Rbac, &esc, &bob(), "dev", &bad, None).is_ok());
         // An update touching only GC fields is not checked.
         let mut gc = bad.clone();
         gc["metadata"]["finalizers"] = json!(["x"]);

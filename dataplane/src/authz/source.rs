@@ -3,6 +3,8 @@
 //! (the store plus bindings a cloud's identity mapping adds without storing
 //! them, as EKS access policies are not visible as RBAC objects).
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 /// Read access to a cluster's RBAC objects, as JSON (`rbac.authorization.k8s.io/v1`).
@@ -17,68 +19,58 @@ pub trait RbacSource: Send + Sync {
     fn role_bindings(&self, namespace: &str) -> Vec<Value>;
 }
 
-/// RBAC objects held in memory (tests, fixtures, cloud-derived bindings).
+/// RBAC objects held in memory (tests, fixtures, cloud-derived bindings),
+/// indexed by kind and namespace.
 #[derive(Debug, Clone, Default)]
 pub struct MemorySource {
-    objects: Vec<Value>,
+    /// (kind, namespace) → name → object.
+    objects: BTreeMap<(String, String), BTreeMap<String, Value>>,
 }
 
-fn kind(v: &Value) -> &str {
-    v.get("kind").and_then(Value::as_str).unwrap_or("")
-}
-
-fn namespace(v: &Value) -> &str {
-    v.pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or("")
+fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
 impl MemorySource {
     /// A source of these objects (any of the four kinds; others are ignored).
     pub fn new(objects: impl IntoIterator<Item = Value>) -> Self {
-        MemorySource {
-            objects: objects.into_iter().collect(),
+        let mut s = MemorySource::default();
+        for o in objects {
+            s.put(o);
         }
+        s
     }
 
     /// Adds (or replaces, by kind, namespace and name) one object.
     pub fn put(&mut self, object: Value) {
-        let key = |v: &Value| {
-            (
-                kind(v).to_owned(),
-                namespace(v).to_owned(),
-                v.pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
-            )
-        };
-        let k = key(&object);
-        self.objects.retain(|o| key(o) != k);
-        self.objects.push(object);
+        let key = (
+            str_at(&object, "/kind").to_owned(),
+            str_at(&object, "/metadata/namespace").to_owned(),
+        );
+        let name = str_at(&object, "/metadata/name").to_owned();
+        self.objects.entry(key).or_default().insert(name, object);
     }
 
-    fn of(&self, k: &str, ns: Option<&str>) -> Vec<Value> {
+    fn of(&self, kind: &str, namespace: &str) -> Vec<Value> {
         self.objects
-            .iter()
-            .filter(|o| kind(o) == k && ns.is_none_or(|ns| namespace(o) == ns))
-            .cloned()
-            .collect()
+            .get(&(kind.to_owned(), namespace.to_owned()))
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
     }
 }
 
 impl RbacSource for MemorySource {
     fn cluster_roles(&self) -> Vec<Value> {
-        self.of("ClusterRole", None)
+        self.of("ClusterRole", "")
     }
     fn cluster_role_bindings(&self) -> Vec<Value> {
-        self.of("ClusterRoleBinding", None)
+        self.of("ClusterRoleBinding", "")
     }
     fn roles(&self, namespace: &str) -> Vec<Value> {
-        self.of("Role", Some(namespace))
+        self.of("Role", namespace)
     }
     fn role_bindings(&self, namespace: &str) -> Vec<Value> {
-        self.of("RoleBinding", Some(namespace))
+        self.of("RoleBinding", namespace)
     }
 }
 
