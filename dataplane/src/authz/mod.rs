@@ -13,6 +13,7 @@
 //! - [`authorizer`]: the chain a request goes through: allow-all mode,
 //!   `system:masters`, RBAC.
 //! - [`forbidden`]: the 403 Status, worded as upstream.
+//! - [`impersonation`]: `Impersonate-*` headers (`kubectl --as`).
 //! - [`escalation`]: the escalation and bind checks on writing RBAC objects.
 //! - [`bootstrap`]: upstream's bootstrap roles and bindings, from
 //!   `fixtures/rbac/bootstrap.json`.
@@ -31,6 +32,7 @@ pub mod bootstrap;
 pub mod cloud;
 pub mod escalation;
 pub mod forbidden;
+pub mod impersonation;
 pub mod networkpolicy;
 pub mod rbac;
 pub mod review;
