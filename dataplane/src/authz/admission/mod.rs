@@ -2,17 +2,19 @@
 //! before storing, in upstream's order. Mutating: [`namespace`]
 //! (NamespaceLifecycle, which only refuses), [`limitrange::mutate`]
 //! (container defaults), [`serviceaccount`] (default account, token volume).
-//! Validating: [`limitrange::validate`] (min/max/ratio), then [`quota`]
-//! (object counts and compute resources against every ResourceQuota of the
-//! namespace).
+//! Mutating [`webhook`]s last. Validating: [`limitrange::validate`]
+//! (min/max/ratio), validating [`webhook`]s, then [`quota`] (object counts
+//! and compute resources against every ResourceQuota of the namespace).
 //!
 //! [`quantity`] parses and prints `resource.Quantity` as upstream does.
 
+pub mod jsonpatch;
 pub mod limitrange;
 pub mod namespace;
 pub mod quantity;
 pub mod quota;
 pub mod serviceaccount;
+pub mod webhook;
 
 /// Which write is being admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
