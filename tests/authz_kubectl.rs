@@ -144,7 +144,7 @@ fn fields(mut b: &[u8]) -> Vec<(u64, Result<u64, &[u8]>)> {
     out
 }
 
-fn field<'a>(b: &'a [u8], n: u64) -> Option<&'a [u8]> {
+fn field(b: &[u8], n: u64) -> Option<&[u8]> {
     fields(b)
         .into_iter()
         .find_map(|(k, v)| (k == n).then_some(v.err()).flatten())
