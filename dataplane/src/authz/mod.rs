@@ -24,6 +24,27 @@
 //! - [`admission`]: NamespaceLifecycle, LimitRange, ServiceAccount and
 //!   ResourceQuota admission.
 //! - [`networkpolicy`]: whether traffic between two Pods would be allowed.
+//!
+//! # Wiring (what the request path calls, in order)
+//!
+//! 1. Authenticate ([`crate::auth`]) → [`UserInfo`]; then, with
+//!    `Impersonate-*` headers, [`impersonation::impersonate`].
+//! 2. [`check_request`] with the cluster's [`Mode`] and a [`Layered`] source:
+//!    the store's RBAC objects (seeded at cluster creation with
+//!    [`bootstrap::objects`], plus [`cloud::aks::bootstrap_objects`] on AKS)
+//!    and the cloud's virtual grants ([`cloud::eks::access_policy_source`],
+//!    [`cloud::gke::iam_source`], [`cloud::aks::azure_rbac_source`]). Its
+//!    403 replaces `auth::anonymous_allowed`.
+//! 3. Writes go through admission: [`admission::namespace::admit`],
+//!    [`admission::limitrange::mutate`], [`admission::serviceaccount::admit_pod`],
+//!    mutating [`admission::webhook`]s, then (after the engine's validation)
+//!    [`escalation::check_write`] for the four RBAC kinds,
+//!    [`admission::limitrange::validate`], validating webhooks, and
+//!    [`admission::quota::admit`] last (write back the quotas it returns).
+//! 4. The reviews' routes answer with [`review`]'s functions (HTTP 201).
+//! 5. Controllers: [`bootstrap::aggregated_rules`] is the ClusterRole
+//!    aggregation controller's computation, [`admission::quota::status`] the
+//!    ResourceQuota controller's.
 
 pub mod admission;
 pub mod attributes;

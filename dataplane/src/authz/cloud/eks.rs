@@ -190,6 +190,16 @@ impl AccessEntry {
 /// The prefix of every AWS-managed access policy ARN.
 pub const POLICY_PREFIX: &str = "arn:aws:eks::aws:cluster-access-policy/";
 
+/// The access policies kemu grants (what ListAccessPolicies can list):
+/// names; the ARN is [`POLICY_PREFIX`] + name.
+pub const KNOWN_POLICIES: [&str; 5] = [
+    "AmazonEKSAdminPolicy",
+    "AmazonEKSAdminViewPolicy",
+    "AmazonEKSClusterAdminPolicy",
+    "AmazonEKSEditPolicy",
+    "AmazonEKSViewPolicy",
+];
+
 /// The name of the virtual ClusterRole an access policy grants, if kemu
 /// knows the policy.
 fn policy_role(policy_arn: &str) -> Option<(&'static str, Value, Option<&'static str>)> {
@@ -418,6 +428,14 @@ mod tests {
             arn: arn.into(),
             access_key_id: "AKIATEST".into(),
         }
+    }
+
+    #[test]
+    fn every_known_policy_grants_something() {
+        for p in KNOWN_POLICIES {
+            assert!(policy_role(&format!("{POLICY_PREFIX}{p}")).is_some(), "{p}");
+        }
+        assert!(policy_role("arn:aws:eks::aws:cluster-access-policy/Nope").is_none());
     }
 
     #[test]
