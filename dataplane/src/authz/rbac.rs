@@ -5,7 +5,7 @@
 //! roleRef's rules (a ClusterRole's aggregated live from its
 //! `aggregationRule`) are checked one by one; the first that allows wins.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::{BTreeMap, HashSet};
 
 use kemu_shared::UserInfo;
@@ -39,10 +39,10 @@ pub struct RuleSet {
 /// An RBAC evaluator over one cluster's objects.
 pub struct Rbac<'a> {
     source: &'a dyn RbacSource,
-    /// ClusterRoles by name, read once per evaluator.
-    cluster_roles: BTreeMap<String, Value>,
-    /// Effective rules of ClusterRoles resolved so far.
-    memo: RefCell<BTreeMap<String, Vec<PolicyRule>>>,
+    /// Every ClusterRole by name, read only when an aggregation needs it.
+    all_cluster_roles: OnceCell<BTreeMap<String, Value>>,
+    /// Effective rules of ClusterRoles resolved so far (`None`: not found).
+    memo: RefCell<BTreeMap<String, Option<Vec<PolicyRule>>>>,
 }
 
 fn name_of(v: &Value) -> &str {
@@ -67,16 +67,22 @@ pub fn aggregate(errors: &[String]) -> String {
 impl<'a> Rbac<'a> {
     /// An evaluator reading from `source`.
     pub fn new(source: &'a dyn RbacSource) -> Self {
-        let cluster_roles = source
-            .cluster_roles()
-            .into_iter()
-            .map(|r| (name_of(&r).to_owned(), r))
-            .collect();
         Rbac {
             source,
-            cluster_roles,
+            all_cluster_roles: OnceCell::new(),
             memo: RefCell::new(BTreeMap::new()),
         }
+    }
+
+    fn all_cluster_roles(&self) -> &BTreeMap<String, Value> {
+        // The first layer holding a name wins, as point reads find it.
+        self.all_cluster_roles.get_or_init(|| {
+            let mut all = BTreeMap::new();
+            for r in self.source.cluster_roles() {
+                all.entry(name_of(&r).to_owned()).or_insert(r);
+            }
+            all
+        })
     }
 
     /// The effective rules of a ClusterRole: its `rules`, or, with an
@@ -93,24 +99,31 @@ impl<'a> Rbac<'a> {
         visiting: &mut HashSet<String>,
     ) -> Option<Vec<PolicyRule>> {
         if let Some(r) = self.memo.borrow().get(name) {
-            return Some(r.clone());
+            return r.clone();
         }
-        let role = self.cluster_roles.get(name)?;
+        let role = match self.all_cluster_roles.get() {
+            Some(all) => all.get(name).cloned(),
+            None => self.source.cluster_role(name),
+        };
+        let Some(role) = role else {
+            self.memo.borrow_mut().insert(name.to_owned(), None);
+            return None;
+        };
         let Some(selectors) = role
             .pointer("/aggregationRule/clusterRoleSelectors")
             .and_then(Value::as_array)
         else {
-            let rules = PolicyRule::all_of(role);
+            let rules = PolicyRule::all_of(&role);
             self.memo
                 .borrow_mut()
-                .insert(name.to_owned(), rules.clone());
+                .insert(name.to_owned(), Some(rules.clone()));
             return Some(rules);
         };
         visiting.insert(name.to_owned());
         let empty = Value::Object(Default::default());
         let mut rules: Vec<PolicyRule> = Vec::new();
         // BTreeMap: matched roles in name order, as the controller sorts them.
-        for (other, obj) in &self.cluster_roles {
+        for (other, obj) in self.all_cluster_roles() {
             if other == name || visiting.contains(other) {
                 continue;
             }
@@ -130,7 +143,7 @@ impl<'a> Rbac<'a> {
         visiting.remove(name);
         self.memo
             .borrow_mut()
-            .insert(name.to_owned(), rules.clone());
+            .insert(name.to_owned(), Some(rules.clone()));
         Some(rules)
     }
 
@@ -153,9 +166,8 @@ impl<'a> Rbac<'a> {
             }),
             "Role" => self
                 .source
-                .roles(namespace)
-                .iter()
-                .find(|r| name_of(r) == name)
+                .role(namespace, name)
+                .as_ref()
                 .map(PolicyRule::all_of)
                 .ok_or_else(|| {
                     format!(

@@ -17,6 +17,20 @@ pub trait RbacSource: Send + Sync {
     fn roles(&self, namespace: &str) -> Vec<Value>;
     /// The RoleBindings of one namespace.
     fn role_bindings(&self, namespace: &str) -> Vec<Value>;
+
+    /// One ClusterRole by name (a point read; the default scans the list).
+    fn cluster_role(&self, name: &str) -> Option<Value> {
+        self.cluster_roles()
+            .into_iter()
+            .find(|r| str_at(r, "/metadata/name") == name)
+    }
+
+    /// One Role by namespace and name (a point read; the default scans the list).
+    fn role(&self, namespace: &str, name: &str) -> Option<Value> {
+        self.roles(namespace)
+            .into_iter()
+            .find(|r| str_at(r, "/metadata/name") == name)
+    }
 }
 
 /// RBAC objects held in memory (tests, fixtures, cloud-derived bindings),
@@ -72,6 +86,18 @@ impl RbacSource for MemorySource {
     fn role_bindings(&self, namespace: &str) -> Vec<Value> {
         self.of("RoleBinding", namespace)
     }
+    fn cluster_role(&self, name: &str) -> Option<Value> {
+        self.objects
+            .get(&("ClusterRole".to_owned(), String::new()))?
+            .get(name)
+            .cloned()
+    }
+    fn role(&self, namespace: &str, name: &str) -> Option<Value> {
+        self.objects
+            .get(&("Role".to_owned(), namespace.to_owned()))?
+            .get(name)
+            .cloned()
+    }
 }
 
 /// Several sources read as one (e.g. the store, then cloud-derived bindings).
@@ -95,5 +121,37 @@ impl RbacSource for Layered<'_> {
             .iter()
             .flat_map(|s| s.role_bindings(namespace))
             .collect()
+    }
+    fn cluster_role(&self, name: &str) -> Option<Value> {
+        self.0.iter().find_map(|s| s.cluster_role(name))
+    }
+    fn role(&self, namespace: &str, name: &str) -> Option<Value> {
+        self.0.iter().find_map(|s| s.role(namespace, name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn point_reads_and_layers() {
+        let a = MemorySource::new([
+            json!({"kind":"ClusterRole","metadata":{"name":"x"},"rules":[{"verbs":["a"]}]}),
+            json!({"kind":"Role","metadata":{"name":"r","namespace":"n"}}),
+        ]);
+        let b = MemorySource::new([
+            json!({"kind":"ClusterRole","metadata":{"name":"x"},"rules":[{"verbs":["b"]}]}),
+            json!({"kind":"ClusterRole","metadata":{"name":"y"}}),
+        ]);
+        let l = Layered(vec![&a, &b]);
+        assert_eq!(l.cluster_role("x").unwrap()["rules"][0]["verbs"][0], "a");
+        assert!(l.cluster_role("y").is_some());
+        assert!(l.cluster_role("z").is_none());
+        assert!(l.role("n", "r").is_some());
+        assert!(l.role("m", "r").is_none());
+        assert_eq!(l.cluster_roles().len(), 3);
+        assert_eq!(a.roles("n").len(), 1);
     }
 }
