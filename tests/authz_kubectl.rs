@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use common::{Sandbox, text};
 use kemu_dataplane::authz::{
-    self, Authorizer, Layered, MemorySource, Mode, bootstrap, review, rules,
+    self, Authorizer, Layered, MemorySource, Mode, bootstrap, impersonation, review, rules,
 };
 use kemu_shared::UserInfo;
 use serde_json::{Value, json};
@@ -35,6 +35,11 @@ fn user_of(who: &str) -> UserInfo {
         "ci" => UserInfo {
             username: "system:serviceaccount:dev:ci".into(),
             groups: rules::service_account_groups("dev"),
+            ..Default::default()
+        },
+        "admin" => UserInfo {
+            username: "kubernetes-admin".into(),
+            groups: vec!["system:masters".into(), "system:authenticated".into()],
             ..Default::default()
         },
         _ => UserInfo {
@@ -68,7 +73,20 @@ fn discovery(path: &str) -> Option<Value> {
 async fn handle(req: HttpRequest, body: web::Bytes, who: web::Data<String>) -> HttpResponse {
     let (boot, own) = (bootstrap::source(), own());
     let src = Layered(vec![&boot, &own]);
-    let user = user_of(who.as_str());
+    let mut user = user_of(who.as_str());
+    let headers: Vec<(String, String)> = req
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+        .collect();
+    match impersonation::impersonate(&Authorizer::new(Mode::Rbac, &src), &user, &headers) {
+        Ok(Some(as_user)) => user = as_user,
+        Ok(None) => {}
+        Err(impersonation::Refusal::Forbidden(f)) => {
+            return HttpResponse::Forbidden().json(f.status());
+        }
+        Err(impersonation::Refusal::BadRequest(m)) => return HttpResponse::BadRequest().body(m),
+    }
     let attrs = match authz::check_request(
         Mode::Rbac,
         &src,
@@ -279,6 +297,45 @@ fn kubectl_reads_rbac_answers_as_from_a_real_cluster() {
         "{listing}"
     );
     assert!(listing.contains("[/version]"), "{listing}");
+
+    // Impersonation: an admin acts as the ServiceAccount; the ServiceAccount
+    // may not act as anyone.
+    let admin = kubeconfig(&sandbox, serve("admin"), "admin");
+    let out = sandbox.kubectl(
+        &admin,
+        &["get", "secrets", "--as", "system:serviceaccount:dev:ci"],
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("User \"system:serviceaccount:dev:ci\" cannot list resource \"secrets\""),
+        "{}",
+        text(&out)
+    );
+    let out = sandbox.kubectl(
+        &admin,
+        &[
+            "auth",
+            "can-i",
+            "list",
+            "pods",
+            "--as",
+            "system:serviceaccount:dev:ci",
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "yes",
+        "{}",
+        text(&out)
+    );
+    let out = sandbox.kubectl(&ci, &["get", "pods", "--as", "alice"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "users \"alice\" is forbidden: User \"system:serviceaccount:dev:ci\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+        ),
+        "{}",
+        text(&out)
+    );
 
     // Anonymous callers reach /version (system:public-info-viewer), not the API.
     let anon = kubeconfig(&sandbox, serve("anonymous"), "anonymous");
