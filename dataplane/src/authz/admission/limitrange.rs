@@ -372,10 +372,7 @@ pub fn validate(
     if errs.is_empty() {
         return Ok(());
     }
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let name = super::object_name(object);
     Err(Forbidden::of_object(
         group,
         resource,

@@ -26,3 +26,32 @@ pub enum Operation {
     /// A delete (admission of deletes has nothing to check here).
     Delete,
 }
+
+/// How admission errors name the object (upstream `extractResourceName`):
+/// its name, else its `generateName`, else `Unknown`.
+pub fn object_name(object: &serde_json::Value) -> &str {
+    let s = |k: &str| {
+        object
+            .pointer(k)
+            .and_then(serde_json::Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    s("/metadata/name")
+        .or_else(|| s("/metadata/generateName"))
+        .unwrap_or("Unknown")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn objects_are_named_as_upstream_names_them() {
+        assert_eq!(super::object_name(&json!({"metadata":{"name":"a"}})), "a");
+        assert_eq!(
+            super::object_name(&json!({"metadata":{"generateName":"web-"}})),
+            "web-"
+        );
+        assert_eq!(super::object_name(&json!({})), "Unknown");
+    }
+}

@@ -287,10 +287,7 @@ pub fn admit(
     if !handles {
         return Ok(Vec::new());
     }
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let name = super::object_name(object);
     let forbid = |why: String| Forbidden::of_object(group, resource, name, &why);
     let mut delta = usage(group, resource, object);
     if let Some(old) = old {

@@ -20,11 +20,7 @@ pub fn admit_pod(
     account: impl FnOnce(&str) -> Option<Value>,
     suffix: &str,
 ) -> Result<(), Forbidden> {
-    let name = pod
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
+    let name = super::object_name(pod).to_owned();
     if pod
         .pointer("/metadata/annotations/kubernetes.io~1config.mirror")
         .is_some()
