@@ -12,7 +12,10 @@ async fn main() -> anyhow::Result<()> {
     // The host's own routes live beside the facades.
     let eks_server = HttpServer::new(move || {
         App::new()
-            .route("/host/health", actix_web::web::get().to(|| async { "host ok" }))
+            .route(
+                "/host/health",
+                actix_web::web::get().to(|| async { "host ok" }),
+            )
             .configure(eks.clone())
     })
     .workers(1)

@@ -85,6 +85,11 @@ impl KemuBuilder {
     pub fn build(self) -> Result<Kemu, Error> {
         kemu_shared::pki::install_crypto_provider();
         let registry = ClusterRegistry::new(self.clock.clone());
+        // GKE clusters' Kubernetes API takes the access tokens gke-gcloud-auth-plugin hands kubectl.
+        registry.set_authenticator(
+            kemu_shared::Cloud::Gke,
+            Arc::new(kemu_gke::AccessTokens::new()),
+        );
         let facade_ca = ClusterCa::generate("kemu-facade-ca", self.clock.now())?;
         let facade_cert = facade_ca.serving_cert(&self.config.serving_hosts(), self.clock.now())?;
         let kemu = Kemu {

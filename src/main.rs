@@ -57,12 +57,13 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    let advertise_host = cli.advertise_host.clone().unwrap_or_else(|| {
-        match cli.bind_host.as_str() {
-            "0.0.0.0" | "::" => "127.0.0.1".to_owned(),
-            h => h.to_owned(),
-        }
-    });
+    let advertise_host =
+        cli.advertise_host
+            .clone()
+            .unwrap_or_else(|| match cli.bind_host.as_str() {
+                "0.0.0.0" | "::" => "127.0.0.1".to_owned(),
+                h => h.to_owned(),
+            });
     let kemu = Kemu::builder()
         .config(Config {
             advertise_host,

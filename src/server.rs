@@ -55,7 +55,9 @@ pub struct Running {
 
 impl std::fmt::Debug for Running {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Running").field("ready", &self.ready).finish_non_exhaustive()
+        f.debug_struct("Running")
+            .field("ready", &self.ready)
+            .finish_non_exhaustive()
     }
 }
 
@@ -98,7 +100,12 @@ pub fn start(kemu: Kemu, listeners: &Listeners) -> anyhow::Result<Running> {
         eks: url("http", &eks_l)?,
         gke: url("http", &gke_l)?,
         aks: url("https", &aks_l)?,
-        dataplane: if kemu.dataplane_live() { "live" } else { "disabled" }.into(),
+        dataplane: if kemu.dataplane_live() {
+            "live"
+        } else {
+            "disabled"
+        }
+        .into(),
         ca_bundle: ca_bundle.display().to_string(),
     };
 

@@ -47,18 +47,33 @@ async fn ready_line_and_wire_format_errors() {
     let ca = std::fs::read_to_string(&ready.ca_bundle).unwrap();
 
     let http = common::http_client();
-    let resp = http.get(format!("{}/clusters/nope", ready.eks)).send().await.unwrap();
+    let resp = http
+        .get(format!("{}/clusters/nope", ready.eks))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 404);
-    assert_eq!(resp.headers()["x-amzn-errortype"], "ResourceNotFoundException");
+    assert_eq!(
+        resp.headers()["x-amzn-errortype"],
+        "ResourceNotFoundException"
+    );
     let body: serde_json::Value = resp.json().await.unwrap();
     assert_eq!(body["message"], "No cluster found for name: nope.");
 
-    let resp = http.get(format!("{}/no/such/operation", ready.eks)).send().await.unwrap();
+    let resp = http
+        .get(format!("{}/no/such/operation", ready.eks))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 404);
     assert!(resp.headers().contains_key("x-amzn-errortype"));
 
     let resp = http
-        .get(format!("{}/v1/projects/p/locations/l/clusters/nope", ready.gke))
+        .get(format!(
+            "{}/v1/projects/p/locations/l/clusters/nope",
+            ready.gke
+        ))
+        .bearer_auth("t")
         .send()
         .await
         .unwrap();
@@ -72,7 +87,11 @@ async fn ready_line_and_wire_format_errors() {
         "{}/subscriptions/s/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/nope",
         ready.aks
     );
-    let resp = https.get(format!("{arm}?api-version=2025-01-01")).send().await.unwrap();
+    let resp = https
+        .get(format!("{arm}?api-version=2025-01-01"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 404);
     let body: serde_json::Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["code"], "ResourceNotFound");

@@ -13,7 +13,10 @@ fn attach_reconciles_sentinel_clusters() {
     let created = kemu.registry().create(eks_spec("early")).unwrap();
     assert_eq!(advertise(&created), Advertised::Sentinel);
     let eks = kemu_eks::render::cluster(&created);
-    assert_eq!(eks["endpoint"], "https://dataplane-not-live.kemu.invalid:443");
+    assert_eq!(
+        eks["endpoint"],
+        "https://dataplane-not-live.kemu.invalid:443"
+    );
     assert_eq!(eks["certificateAuthority"], serde_json::json!({}));
 
     kemu.attach_dataplane().unwrap();
@@ -23,7 +26,11 @@ fn attach_reconciles_sentinel_clusters() {
     };
     assert_eq!(host, "127.0.0.1");
     assert_eq!(Some(port), live.port);
-    assert_eq!(ca_pem, created.ca.cert_pem(), "the CA made at create is kept");
+    assert_eq!(
+        ca_pem,
+        created.ca.cert_pem(),
+        "the CA made at create is kept"
+    );
 
     let sandbox = Sandbox::new();
     let kc = sandbox.path("kubeconfig");

@@ -30,8 +30,7 @@ fn kubectl_verifies_each_cluster_ca() {
     assert!(!out.status.success(), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("certificate signed by unknown authority")
-            || stderr.contains("x509"),
+        stderr.contains("certificate signed by unknown authority") || stderr.contains("x509"),
         "{}",
         text(&out)
     );

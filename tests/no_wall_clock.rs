@@ -29,7 +29,14 @@ fn scan(dir: &Path, hits: &mut Vec<String>) {
 fn wall_clock_is_read_only_by_the_clock_module() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut hits = Vec::new();
-    for dir in ["src", "shared/src", "dataplane", "providers", "tests", "examples"] {
+    for dir in [
+        "src",
+        "shared/src",
+        "dataplane",
+        "providers",
+        "tests",
+        "examples",
+    ] {
         let dir = root.join(dir);
         if dir.exists() {
             scan(&dir, &mut hits);
@@ -37,5 +44,9 @@ fn wall_clock_is_read_only_by_the_clock_module() {
     }
     // This file names the calls it forbids.
     hits.retain(|h| !h.contains("no_wall_clock.rs"));
-    assert!(hits.is_empty(), "wall time read outside the clock:\n{}", hits.join("\n"));
+    assert!(
+        hits.is_empty(),
+        "wall time read outside the clock:\n{}",
+        hits.join("\n")
+    );
 }

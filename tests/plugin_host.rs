@@ -36,7 +36,9 @@ async fn host_mounts_all_three_facades() {
     );
     let stdout = child.0.stdout.take().unwrap();
     let mut line = String::new();
-    std::io::BufReader::new(stdout).read_line(&mut line).unwrap();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .unwrap();
     let urls: serde_json::Value = serde_json::from_str(&line).unwrap();
     let eks = urls["eks"].as_str().unwrap();
 
@@ -49,7 +51,11 @@ async fn host_mounts_all_three_facades() {
     // right after printing its line).
     let mut cluster = serde_json::Value::Null;
     for _ in 0..100 {
-        let resp = http.get(format!("{eks}/clusters/hosted")).send().await.unwrap();
+        let resp = http
+            .get(format!("{eks}/clusters/hosted"))
+            .send()
+            .await
+            .unwrap();
         if resp.status() == 200 {
             cluster = resp.json().await.unwrap();
             break;

@@ -39,8 +39,14 @@ fn spec(scope: OwnerScope) -> ClusterSpec {
 fn all_clouds_agree_for_every_state() {
     let registry = ClusterRegistry::new(FakeClock::at_epoch());
     let scopes = [
-        OwnerScope::Eks { account: "000000000000".into(), region: "us-east-1".into() },
-        OwnerScope::Gke { project: "p".into(), location: "us-central1".into() },
+        OwnerScope::Eks {
+            account: "000000000000".into(),
+            region: "us-east-1".into(),
+        },
+        OwnerScope::Gke {
+            project: "p".into(),
+            location: "us-central1".into(),
+        },
         OwnerScope::Aks {
             subscription: "s".into(),
             resource_group: "rg".into(),
@@ -50,7 +56,10 @@ fn all_clouds_agree_for_every_state() {
     let servings = [
         Serving::Disabled,
         Serving::Pending,
-        Serving::Live { host: "127.0.0.1".into(), port: 40001 },
+        Serving::Live {
+            host: "127.0.0.1".into(),
+            port: 40001,
+        },
     ];
     let mut cases = 0;
     for lifecycle in Lifecycle::ALL {
@@ -105,8 +114,14 @@ fn all_clouds_agree_for_every_state() {
                     }
                 };
                 // The credential hooks agree with what is rendered.
-                assert_eq!(kemu_eks::render::credentials_available(&record), got.1.is_some());
-                assert_eq!(kemu_gke::render::credentials_available(&record), got.1.is_some());
+                assert_eq!(
+                    kemu_eks::render::credentials_available(&record),
+                    got.1.is_some()
+                );
+                assert_eq!(
+                    kemu_gke::render::credentials_available(&record),
+                    got.1.is_some()
+                );
                 seen.push(got);
                 cases += 1;
             }

@@ -112,7 +112,13 @@ impl DataPlane {
     fn bind(&self, record: &ClusterRecord) -> Result<(TcpListener, rustls::ServerConfig), String> {
         let config = &self.inner.config;
         let listener = TcpListener::bind((config.bind_host.as_str(), record.port.unwrap_or(0)))
-            .map_err(|e| format!("bind {}:{}: {e}", config.bind_host, record.port.unwrap_or(0)))?;
+            .map_err(|e| {
+                format!(
+                    "bind {}:{}: {e}",
+                    config.bind_host,
+                    record.port.unwrap_or(0)
+                )
+            })?;
         let mut hosts = config.serving_hosts();
         hosts.extend(
             [
@@ -162,7 +168,10 @@ impl DataPlaneHook for DataPlane {
 
     fn retire(&self, id: &str) {
         if self.inner.ports.lock().remove(id).is_some() {
-            let _ = self.inner.commands.send(Command::Retire { id: id.to_owned() });
+            let _ = self
+                .inner
+                .commands
+                .send(Command::Retire { id: id.to_owned() });
         }
     }
 }

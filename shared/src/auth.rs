@@ -25,5 +25,9 @@ pub trait TokenAuthenticator: Send + Sync {
     /// `Ok(Some(user))` for a valid token of `cluster`; `Ok(None)` when the token
     /// is not of this authenticator's form; `Err(reason)` when it is, but is
     /// invalid (wrong cluster, expired, bad signature).
-    fn authenticate(&self, cluster: &ClusterRecord, token: &str) -> Result<Option<UserInfo>, String>;
+    fn authenticate(
+        &self,
+        cluster: &ClusterRecord,
+        token: &str,
+    ) -> Result<Option<UserInfo>, String>;
 }

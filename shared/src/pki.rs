@@ -101,7 +101,11 @@ impl ClusterCa {
 
     /// A serving certificate for `hosts` (names or IP addresses, all put in the
     /// SAN), valid as long as the CA.
-    pub fn serving_cert(&self, hosts: &[String], now: DateTime<Utc>) -> Result<CertAndKey, PkiError> {
+    pub fn serving_cert(
+        &self,
+        hosts: &[String],
+        now: DateTime<Utc>,
+    ) -> Result<CertAndKey, PkiError> {
         let key = KeyPair::generate()?;
         let mut params = CertificateParams::new(hosts.to_vec())?;
         params.distinguished_name = dn(hosts.first().map_or("kemu", String::as_str));
@@ -132,7 +136,8 @@ impl ClusterCa {
         let sig_alg = ecdsa_sha256_alg_id();
         let tbs = yasna::construct_der(|w| {
             w.write_sequence(|w| {
-                w.next().write_tagged(yasna::Tag::context(0), |w| w.write_u8(2));
+                w.next()
+                    .write_tagged(yasna::Tag::context(0), |w| w.write_u8(2));
                 // A positive INTEGER: clear the top bit.
                 let mut serial = serial;
                 serial[0] &= 0x7f;
@@ -140,13 +145,15 @@ impl ClusterCa {
                 w.next().write_der(&sig_alg);
                 w.next().write_der(&self.inner.subject_der);
                 w.next().write_sequence(|w| {
-                    w.next().write_der(&utc_time(now - chrono::Duration::minutes(5)));
+                    w.next()
+                        .write_der(&utc_time(now - chrono::Duration::minutes(5)));
                     w.next().write_der(&utc_time(not_after));
                 });
                 w.next().write_sequence(|w| {
                     w.next().write_set(|w| attr(w.next(), &[2, 5, 4, 3], user));
                     for group in groups {
-                        w.next().write_set(|w| attr(w.next(), &[2, 5, 4, 10], group));
+                        w.next()
+                            .write_set(|w| attr(w.next(), &[2, 5, 4, 10], group));
                     }
                 });
                 w.next().write_der(&key.subject_public_key_info());
@@ -157,9 +164,10 @@ impl ClusterCa {
                         // extKeyUsage: clientAuth.
                         let eku = yasna::construct_der(|w| {
                             w.write_sequence(|w| {
-                                w.next().write_oid(&yasna::models::ObjectIdentifier::from_slice(
-                                    &[1, 3, 6, 1, 5, 5, 7, 3, 2],
-                                ))
+                                w.next()
+                                    .write_oid(&yasna::models::ObjectIdentifier::from_slice(&[
+                                        1, 3, 6, 1, 5, 5, 7, 3, 2,
+                                    ]))
                             })
                         });
                         extension(w.next(), &[2, 5, 29, 37], false, &eku);
@@ -174,8 +182,7 @@ impl ClusterCa {
             w.write_sequence(|w| {
                 w.next().write_der(&tbs);
                 w.next().write_der(&sig_alg);
-                w.next()
-                    .write_bitvec_bytes(&signature, signature.len() * 8);
+                w.next().write_bitvec_bytes(&signature, signature.len() * 8);
             })
         });
         Ok(CertAndKey {
@@ -252,9 +259,10 @@ fn set_validity(params: &mut CertificateParams, now: DateTime<Utc>) {
 fn ecdsa_sha256_alg_id() -> Vec<u8> {
     yasna::construct_der(|w| {
         w.write_sequence(|w| {
-            w.next().write_oid(&yasna::models::ObjectIdentifier::from_slice(&[
-                1, 2, 840, 10045, 4, 3, 2,
-            ]))
+            w.next()
+                .write_oid(&yasna::models::ObjectIdentifier::from_slice(&[
+                    1, 2, 840, 10045, 4, 3, 2,
+                ]))
         })
     })
 }
@@ -281,9 +289,31 @@ fn extension(w: yasna::DERWriter<'_>, oid: &[u64], critical: bool, value: &[u8])
 /// An RFC 5280 time: UTCTime before 2050, GeneralizedTime after.
 fn utc_time(t: DateTime<Utc>) -> Vec<u8> {
     let (tag, text) = if t.year() < 2050 {
-        (0x17, format!("{:02}{:02}{:02}{:02}{:02}{:02}Z", t.year() % 100, t.month(), t.day(), t.hour(), t.minute(), t.second()))
+        (
+            0x17,
+            format!(
+                "{:02}{:02}{:02}{:02}{:02}{:02}Z",
+                t.year() % 100,
+                t.month(),
+                t.day(),
+                t.hour(),
+                t.minute(),
+                t.second()
+            ),
+        )
     } else {
-        (0x18, format!("{:04}{:02}{:02}{:02}{:02}{:02}Z", t.year(), t.month(), t.day(), t.hour(), t.minute(), t.second()))
+        (
+            0x18,
+            format!(
+                "{:04}{:02}{:02}{:02}{:02}{:02}Z",
+                t.year(),
+                t.month(),
+                t.day(),
+                t.hour(),
+                t.minute(),
+                t.second()
+            ),
+        )
     };
     let mut out = vec![tag, text.len() as u8];
     out.extend_from_slice(text.as_bytes());
@@ -326,7 +356,9 @@ mod tests {
         let (_, parsed) = x509_parser::parse_x509_certificate(&der).unwrap();
         let ca_der = CertificateDer::from_pem_slice(ca.cert_pem().as_bytes()).unwrap();
         let (_, ca_parsed) = x509_parser::parse_x509_certificate(&ca_der).unwrap();
-        parsed.verify_signature(Some(ca_parsed.public_key())).unwrap();
+        parsed
+            .verify_signature(Some(ca_parsed.public_key()))
+            .unwrap();
     }
 
     #[test]

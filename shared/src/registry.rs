@@ -14,7 +14,9 @@ use parking_lot::RwLock;
 
 use crate::auth::{TokenAuthenticator, UserInfo};
 use crate::clock::SharedClock;
-use crate::cluster::{Cloud, ClusterId, ClusterRecord, ClusterSpec, Lifecycle, OwnerScope, Serving};
+use crate::cluster::{
+    Cloud, ClusterId, ClusterRecord, ClusterSpec, Lifecycle, OwnerScope, Serving,
+};
 use crate::error::RegistryError;
 use crate::pki::ClusterCa;
 
@@ -83,7 +85,10 @@ impl ClusterRegistry {
 
     /// Registers the bearer-token authenticator for `cloud`'s clusters.
     pub fn set_authenticator(&self, cloud: Cloud, authenticator: Arc<dyn TokenAuthenticator>) {
-        self.inner.authenticators.write().insert(cloud, authenticator);
+        self.inner
+            .authenticators
+            .write()
+            .insert(cloud, authenticator);
     }
 
     /// Authenticates a bearer token presented to `cluster` with its cloud's
@@ -93,7 +98,12 @@ impl ClusterRegistry {
         cluster: &ClusterRecord,
         token: &str,
     ) -> Result<Option<UserInfo>, String> {
-        let authenticator = self.inner.authenticators.read().get(&cluster.cloud()).cloned();
+        let authenticator = self
+            .inner
+            .authenticators
+            .read()
+            .get(&cluster.cloud())
+            .cloned();
         match authenticator {
             Some(a) => a.authenticate(cluster, token),
             None => Ok(None),

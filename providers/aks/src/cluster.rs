@@ -6,7 +6,12 @@ use kemu_shared::OwnerScope;
 use crate::{Aks, Error, render};
 
 /// managedClusters.get.
-pub fn get(aks: &Aks, subscription: &str, resource_group: &str, name: &str) -> Result<HttpResponse, Error> {
+pub fn get(
+    aks: &Aks,
+    subscription: &str,
+    resource_group: &str,
+    name: &str,
+) -> Result<HttpResponse, Error> {
     let scope = OwnerScope::Aks {
         subscription: subscription.to_owned(),
         resource_group: resource_group.to_owned(),

@@ -9,7 +9,9 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum Error {
     /// The resource does not exist.
-    #[error("The Resource '{kind}/{name}' under resource group '{resource_group}' was not found. For more details please go to https://aka.ms/ARMResourceNotFoundFix")]
+    #[error(
+        "The Resource '{kind}/{name}' under resource group '{resource_group}' was not found. For more details please go to https://aka.ms/ARMResourceNotFoundFix"
+    )]
     ResourceNotFound {
         /// Resource type, e.g. `Microsoft.ContainerService/managedClusters`.
         kind: String,

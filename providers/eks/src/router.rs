@@ -41,7 +41,9 @@ mod tests {
         }
         assert_eq!(
             Endpoint::parse(&Method::GET, "/clusters/demo").unwrap(),
-            Endpoint::DescribeCluster { name: "demo".into() }
+            Endpoint::DescribeCluster {
+                name: "demo".into()
+            }
         );
     }
 }
