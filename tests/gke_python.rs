@@ -24,3 +24,20 @@ fn google_cloud_container_drives_clusters_node_pools_and_operations() {
         text(&out)
     );
 }
+
+#[test]
+fn terraform_call_sequences_replay_cleanly() {
+    let kemu = KemuProcess::start(&[]);
+    let sb = Sandbox::new();
+    let out = python(
+        &sb,
+        "gke_terraform_replay.py",
+        &[&kemu.ready.gke, PROJECT, TOKEN],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("replayed"),
+        "{}",
+        text(&out)
+    );
+}
