@@ -77,3 +77,66 @@ fn deleting_a_cluster_closes_its_listener() {
     });
     assert!(closed, "port {port} still accepts connections");
 }
+
+#[test]
+fn whoami_names_the_certificate_user_and_tokens_need_an_authenticator() {
+    let kemu = Kemu::builder().build().unwrap();
+    let a = kemu.registry().create(eks_spec("alpha")).unwrap();
+    let sandbox = Sandbox::new();
+    let kc = sandbox.path("kubeconfig");
+    write_kubeconfig(&kc, &a, a.ca.cert_pem(), kemu.clock().now());
+    let out = sandbox.kubectl(&kc, &["auth", "whoami", "-o", "json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let review: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(review["status"]["userInfo"]["username"], "kemu-admin");
+    assert_eq!(
+        review["status"]["userInfo"]["groups"],
+        serde_json::json!(["system:masters", "system:authenticated"])
+    );
+
+    // A bearer token no cloud authenticator accepts is a 401; no credential at
+    // all reaches only the public endpoints.
+    let server = kemu::shared::advertise(&a).server_url().unwrap();
+    let with_token = |name: &str, token: &str| {
+        let path = sandbox.path(name);
+        let text = kemu::shared::kubeconfig::render(
+            "alpha",
+            &server,
+            a.ca.cert_pem(),
+            "someone",
+            &kemu::shared::kubeconfig::UserAuth::Token(token.into()),
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let bad_token = with_token("bad-token.kubeconfig", "not-a-real-token");
+    let run = |kc: &std::path::Path, args: &[&str]| sandbox.kubectl(kc, args);
+    let out = run(&bad_token, &["get", "--raw", "/apis"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Unauthorized"),
+        "{}",
+        text(&out)
+    );
+    // kubectl prompts for a password when a kubeconfig has no credential, so
+    // the anonymous checks use a plain HTTPS client.
+    let client = common::https_client(a.ca.cert_pem());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let status = |path: &str| {
+        runtime.block_on(async {
+            client
+                .get(format!("{server}{path}"))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        })
+    };
+    assert_eq!(status("/version"), 200);
+    assert_eq!(status("/healthz"), 200);
+    assert_eq!(status("/apis"), 403);
+}

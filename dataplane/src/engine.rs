@@ -1,9 +1,12 @@
 //! The one engine that serves every cluster's listener.
 
+use std::sync::Arc;
+
 use actix_web::web;
 use kemu_shared::ClusterRegistry;
 
 use crate::api;
+use crate::resources::ResourceRegistry;
 
 /// Which cluster a listener serves; set as app data on each listener.
 #[derive(Debug, Clone)]
@@ -16,12 +19,21 @@ pub struct ClusterContext {
 #[derive(Debug, Clone)]
 pub struct Engine {
     registry: ClusterRegistry,
+    resources: Arc<ResourceRegistry>,
 }
 
 impl Engine {
     /// An engine answering for the clusters of `registry`.
     pub fn new(registry: ClusterRegistry) -> Self {
-        Self { registry }
+        Self {
+            registry,
+            resources: Arc::new(ResourceRegistry::builtin()),
+        }
+    }
+
+    /// The resource types every cluster serves.
+    pub fn resources(&self) -> &Arc<ResourceRegistry> {
+        &self.resources
     }
 
     /// The registry the engine serves.

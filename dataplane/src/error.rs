@@ -1,9 +1,43 @@
-//! Errors of the Kubernetes API, mapped to a `metav1.Status` in one `match`.
+//! Errors of the Kubernetes API, mapped to a `metav1.Status` in one `match`,
+//! worded as kube-apiserver words them.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
-use serde_json::json;
+use serde_json::{Value, json};
 use thiserror::Error;
+
+/// Which object an error is about: the Status `details`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Target {
+    /// Object name.
+    pub name: String,
+    /// API group (empty for core).
+    pub group: String,
+    /// Resource (plural), as upstream puts in `details.kind`.
+    pub kind: String,
+}
+
+impl Target {
+    /// `pods "web"` / `deployments.apps "web"`, as upstream messages name objects.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            format!("{} \"{}\"", self.kind, self.name)
+        } else {
+            format!("{}.{} \"{}\"", self.kind, self.group, self.name)
+        }
+    }
+}
+
+/// One invalid field: a Status `details.causes` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// `FieldValueRequired`, `FieldValueInvalid`, `FieldValueNotSupported`, …
+    pub reason: String,
+    /// What is wrong.
+    pub message: String,
+    /// The field path, e.g. `metadata.name`.
+    pub field: String,
+}
 
 /// Everything a request to a cluster can fail with.
 #[derive(Debug, Error)]
@@ -11,48 +45,195 @@ pub enum ApiError {
     /// No handler for the path.
     #[error("the server could not find the requested resource")]
     NotFound,
+    /// The object does not exist.
+    #[error("{} not found", .0.qualified())]
+    ObjectNotFound(Target),
+    /// The object exists already.
+    #[error("{} already exists", .0.qualified())]
+    AlreadyExists(Target),
+    /// A write lost a race or named a stale resourceVersion.
+    #[error("Operation cannot be fulfilled on {}: {message}", .target.qualified())]
+    Conflict {
+        /// The object.
+        target: Target,
+        /// Why, e.g. "the object has been modified; please apply your changes
+        /// to the latest version and try again".
+        message: String,
+    },
+    /// The object is invalid.
+    #[error("{kind} \"{}\" is invalid: {}", .target.name, causes_text(.causes))]
+    Invalid {
+        /// The object (with `kind` the Kind, as upstream words Invalid).
+        target: Target,
+        /// Kind, e.g. `Deployment`.
+        kind: String,
+        /// The invalid fields.
+        causes: Vec<Cause>,
+    },
+    /// The request is malformed.
+    #[error("{0}")]
+    BadRequest(String),
     /// The cluster behind this listener no longer exists.
     #[error("cluster {0} not found")]
     ClusterGone(String),
+    /// No valid credential was presented.
+    #[error("Unauthorized")]
+    Unauthorized,
+    /// The caller may not do this.
+    #[error("{0}")]
+    Forbidden(String),
     /// The method is not allowed on the path.
     #[error("the server does not allow this method on the requested resource")]
     MethodNotAllowed,
+    /// No acceptable media type can be produced.
+    #[error("only the following media types are accepted: {0}")]
+    NotAcceptable(String),
+    /// The request body's media type is not supported.
+    #[error("the body of the request was in an unknown format - accepted media types include: {0}")]
+    UnsupportedMediaType(String),
+    /// A resourceVersion or continue token is too old.
+    #[error("{0}")]
+    Gone(String),
+    /// The request body or object is too large.
+    #[error("{0}")]
+    TooLarge(String),
+    /// The caller must retry later (e.g. an eviction a PodDisruptionBudget blocks).
+    #[error("{0}")]
+    TooManyRequests(String),
     /// Something kemu itself failed at.
     #[error("{0}")]
     Internal(String),
 }
 
-impl ApiError {
-    /// The `reason` of the Status, as upstream's `metav1.StatusReason`.
-    fn reason(&self) -> &'static str {
-        match self {
-            ApiError::NotFound | ApiError::ClusterGone(_) => "NotFound",
-            ApiError::MethodNotAllowed => "MethodNotAllowed",
-            ApiError::Internal(_) => "InternalError",
-        }
+fn causes_text(causes: &[Cause]) -> String {
+    let parts: Vec<String> = causes
+        .iter()
+        .map(|c| format!("{}: {}", c.field, c.message))
+        .collect();
+    match parts.len() {
+        1 => parts[0].clone(),
+        _ => format!("[{}]", parts.join(", ")),
     }
 }
 
-impl ResponseError for ApiError {
-    fn status_code(&self) -> StatusCode {
+impl ApiError {
+    /// The `reason` of the Status, as upstream's `metav1.StatusReason`.
+    pub fn reason(&self) -> &'static str {
         match self {
-            ApiError::NotFound | ApiError::ClusterGone(_) => StatusCode::NOT_FOUND,
-            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::NotFound | ApiError::ObjectNotFound(_) | ApiError::ClusterGone(_) => {
+                "NotFound"
+            }
+            ApiError::AlreadyExists(_) => "AlreadyExists",
+            ApiError::Conflict { .. } => "Conflict",
+            ApiError::Invalid { .. } => "Invalid",
+            ApiError::BadRequest(_) => "BadRequest",
+            ApiError::Unauthorized => "Unauthorized",
+            ApiError::Forbidden(_) => "Forbidden",
+            ApiError::MethodNotAllowed => "MethodNotAllowed",
+            ApiError::NotAcceptable(_) => "NotAcceptable",
+            ApiError::UnsupportedMediaType(_) => "UnsupportedMediaType",
+            ApiError::Gone(_) => "Expired",
+            ApiError::TooLarge(_) => "RequestEntityTooLarge",
+            ApiError::TooManyRequests(_) => "TooManyRequests",
+            ApiError::Internal(_) => "InternalError",
         }
     }
 
-    fn error_response(&self) -> HttpResponse {
-        let code = self.status_code();
-        HttpResponse::build(code).json(json!({
+    /// The whole `metav1.Status` object, also used inside watch `ERROR` events.
+    pub fn status(&self) -> Value {
+        let code = self.status_code().as_u16();
+        let details = match self {
+            ApiError::ObjectNotFound(t)
+            | ApiError::AlreadyExists(t)
+            | ApiError::Conflict { target: t, .. } => details(t, None),
+            ApiError::Invalid { target, causes, .. } => details(target, Some(causes)),
+            _ => Value::Null,
+        };
+        let mut status = json!({
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},
             "status": "Failure",
             "message": self.to_string(),
             "reason": self.reason(),
-            "details": {},
-            "code": code.as_u16(),
-        }))
+            "code": code,
+        });
+        if !details.is_null() {
+            status["details"] = details;
+        }
+        status
+    }
+}
+
+fn details(t: &Target, causes: Option<&Vec<Cause>>) -> Value {
+    let mut d = json!({ "name": t.name, "kind": t.kind });
+    if !t.group.is_empty() {
+        d["group"] = json!(t.group);
+    }
+    if let Some(causes) = causes {
+        d["causes"] = causes
+            .iter()
+            .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
+            .collect();
+    }
+    d
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ApiError::NotFound | ApiError::ObjectNotFound(_) | ApiError::ClusterGone(_) => {
+                StatusCode::NOT_FOUND
+            }
+            ApiError::AlreadyExists(_) | ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Gone(_) => StatusCode::GONE,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        HttpResponse::build(self.status_code()).json(self.status())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_read_as_upstream() {
+        let t = Target {
+            name: "web".into(),
+            group: "apps".into(),
+            kind: "deployments".into(),
+        };
+        let s = ApiError::ObjectNotFound(t.clone()).status();
+        assert_eq!(s["message"], "deployments.apps \"web\" not found");
+        assert_eq!(s["code"], 404);
+        assert_eq!(s["details"]["group"], "apps");
+        let s = ApiError::Invalid {
+            target: t,
+            kind: "Deployment".into(),
+            causes: vec![Cause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value".into(),
+                field: "spec.selector".into(),
+            }],
+        }
+        .status();
+        assert_eq!(
+            s["message"],
+            "Deployment \"web\" is invalid: spec.selector: Required value"
+        );
+        assert_eq!(s["code"], 422);
     }
 }

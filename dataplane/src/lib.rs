@@ -7,14 +7,18 @@
 //! - [`engine`]: the shared engine: routes every request of every cluster.
 //! - [`api`]: the API machinery over HTTP (so far `/version` and the health
 //!   endpoints), one file per concern.
+//! - [`resources`]: the resource registry: every type served, with its metadata.
+//! - [`auth`]: who the caller is (client certificate, cloud token, anonymous).
 //! - [`identity`]: who is calling, read from the TLS connection.
 //! - [`error`]: the data plane's error enum, rendered as a `metav1.Status`.
 
 pub mod api;
+pub mod auth;
 pub mod engine;
 pub mod error;
 pub mod identity;
 pub mod listener;
+pub mod resources;
 
 pub use engine::Engine;
 pub use error::ApiError;

@@ -37,7 +37,7 @@ enum Command {
         id: String,
         engine: Engine,
         listener: TcpListener,
-        tls: rustls::ServerConfig,
+        tls: Box<rustls::ServerConfig>,
     },
     Retire {
         id: String,
@@ -158,7 +158,7 @@ impl DataPlaneHook for DataPlane {
                 id: record.id.clone(),
                 engine: self.inner.engine.clone(),
                 listener,
-                tls,
+                tls: Box::new(tls),
             })
             .map_err(|_| DataPlaneError::Stopped.to_string())?;
         self.inner.ports.lock().insert(record.id.clone(), port);
@@ -185,7 +185,7 @@ async fn control_loop(mut rx: mpsc::UnboundedReceiver<Command>) {
                 engine,
                 listener,
                 tls,
-            } => match start_server(id.clone(), engine, listener, tls) {
+            } => match start_server(id.clone(), engine, listener, *tls) {
                 Ok(handle) => {
                     servers.insert(id, handle);
                 }
@@ -216,7 +216,9 @@ fn start_server(
     let server = HttpServer::new(move || {
         let cluster = ClusterContext { id: id.clone() };
         let engine = engine.clone();
-        App::new().configure(move |cfg| engine.configure(cfg, cluster))
+        App::new()
+            .wrap(actix_web::middleware::from_fn(crate::auth::authenticate))
+            .configure(move |cfg| engine.configure(cfg, cluster))
     })
     // One worker per cluster: a cluster's traffic is light, and many clusters
     // share two cores.

@@ -4,8 +4,14 @@ use actix_web::{HttpRequest, HttpResponse, web};
 
 use crate::error::ApiError;
 
+pub mod discovery;
 pub mod health;
+pub mod openapi;
+pub mod protobuf;
+pub mod resource;
+pub mod table;
 pub mod version;
+pub mod whoami;
 
 /// Mounts every API route; anything else is a 404 `Status`.
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -14,6 +20,28 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/healthz", web::get().to(health::get))
         .route("/livez", web::get().to(health::get))
         .route("/readyz", web::get().to(health::get))
+        .route(
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            web::post().to(whoami::create),
+        )
+        .route("/api", web::get().to(discovery::core_versions))
+        .route("/api/", web::get().to(discovery::core_versions))
+        .route("/apis", web::get().to(discovery::groups))
+        .route("/apis/", web::get().to(discovery::groups))
+        .route("/api/v1", web::get().to(discovery::core_resources))
+        .route("/apis/{group}", web::get().to(discovery::group))
+        .route(
+            "/apis/{group}/{version}",
+            web::get().to(discovery::group_resources),
+        )
+        .route("/openapi/v2", web::get().to(openapi::v2))
+        .route("/openapi/v3", web::get().to(openapi::v3_root))
+        .route("/openapi/v3/{path:.*}", web::get().to(openapi::v3_document))
+        .route("/api/v1/{path:.*}", web::to(resource::dispatch))
+        .route(
+            "/apis/{group}/{version}/{path:.*}",
+            web::to(resource::dispatch),
+        )
         .default_service(web::to(not_found));
 }
 
