@@ -126,16 +126,9 @@ pub fn list(gke: &Gke, at: &LocationRef) -> Result<Value, Error> {
     let clusters: Vec<Value> = gke
         .registry
         .list(|c| match &c.scope {
-<<<<<<< HEAD
             OwnerScope::Gke { project, location } => {
                 *project == at.project && (at.location == "-" || *location == at.location)
             }
-=======
-            OwnerScope::Gke {
-                project: p,
-                location: l,
-            } => p == project && (location == "-" || l == location),
->>>>>>> main
             _ => false,
         })
         .iter()
