@@ -88,6 +88,22 @@ fn gcloud_drives_a_cluster_end_to_end() {
     assert!(out.status.success(), "{}", text(&out));
     let version: Value = serde_json::from_slice(&out.stdout).expect("version json");
     assert_eq!(version["major"], "1");
+    // The access token the plugin hands kubectl is the project owner's, with
+    // cluster-admin (SelfSubjectReview needs an authenticated caller).
+    let out = kubectl(&sb, &kubeconfig, &["auth", "whoami", "-o", "json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let review: Value = serde_json::from_slice(&out.stdout).expect("review json");
+    let user = &review["status"]["userInfo"];
+    assert_eq!(
+        user["username"], "owner@test-proj.iam.gserviceaccount.com",
+        "{review}"
+    );
+    assert!(
+        user["groups"]
+            .as_array()
+            .is_some_and(|g| g.iter().any(|g| g == "system:masters")),
+        "{review}"
+    );
 
     // resize the only pool.
     mutate(
