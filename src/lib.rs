@@ -58,6 +58,7 @@ pub struct KemuBuilder {
     clock: SharedClock,
     config: Config,
     dataplane: bool,
+    gke: kemu_gke::GkeOptions,
 }
 
 impl KemuBuilder {
@@ -80,6 +81,12 @@ impl KemuBuilder {
         self
     }
 
+    /// Options of the GKE facade (its provisioning delay on the clock).
+    pub fn gke_options(mut self, options: kemu_gke::GkeOptions) -> Self {
+        self.gke = options;
+        self
+    }
+
     /// Starts the engine: registry, data plane, and kemu's own CA for its HTTPS
     /// facades.
     pub fn build(self) -> Result<Kemu, Error> {
@@ -92,8 +99,11 @@ impl KemuBuilder {
         );
         let facade_ca = ClusterCa::generate("kemu-facade-ca", self.clock.now())?;
         let facade_cert = facade_ca.serving_cert(&self.config.serving_hosts(), self.clock.now())?;
+        // One GKE facade for every mount, so its operations are shared.
+        let gke = kemu_gke::Gke::with_options(registry.clone(), self.gke);
         let kemu = Kemu {
             inner: Arc::new(Inner {
+                gke,
                 clock: self.clock,
                 config: self.config,
                 registry,
@@ -117,6 +127,7 @@ pub struct Kemu {
 }
 
 struct Inner {
+    gke: kemu_gke::Gke,
     clock: SharedClock,
     config: Config,
     registry: ClusterRegistry,
@@ -141,6 +152,7 @@ impl Kemu {
             clock: SystemClock::shared(),
             config: Config::default(),
             dataplane: true,
+            gke: kemu_gke::GkeOptions::default(),
         }
     }
 
@@ -190,7 +202,7 @@ impl Kemu {
 
     /// Mounts the GKE facade: `App::new().configure(kemu.gke())`.
     pub fn gke(&self) -> impl Fn(&mut ServiceConfig) + Clone + Send + 'static {
-        let facade = kemu_gke::Gke::new(self.inner.registry.clone());
+        let facade = self.inner.gke.clone();
         move |cfg| facade.clone().configure(cfg)
     }
 
