@@ -277,7 +277,7 @@ fn get_credentials_without_the_data_plane_fails_clearly() {
     let kemu = KemuProcess::start(&["--no-dataplane"]);
     let url = kemu.gke_override();
     let sb = Sandbox::new();
-    ok(
+    let out = ok(
         &sb,
         &url,
         &[
@@ -289,6 +289,11 @@ fn get_credentials_without_the_data_plane_fails_clearly() {
             "--num-nodes",
             "1",
         ],
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("kemu runs without its data plane"),
+        "create does not warn: {}",
+        text(&out)
     );
     let c = json(
         &sb,
