@@ -326,3 +326,111 @@ fn get_credentials_without_the_data_plane_fails_clearly() {
         "a kubeconfig was written anyway"
     );
 }
+
+#[test]
+fn private_clusters_channels_and_node_upgrades() {
+    let kemu = KemuProcess::start(&[]);
+    let url = kemu.gke_override();
+    let sb = Sandbox::new();
+    let z = ["--zone", "us-central1-a"];
+    let with = |args: &[&'static str]| -> Vec<&'static str> { [args, &z[..]].concat() };
+    mutate(
+        &sb,
+        &url,
+        &with(&[
+            "clusters",
+            "create",
+            "pv1",
+            "--num-nodes",
+            "1",
+            "--cluster-version",
+            "1.32",
+            "--enable-ip-alias",
+            "--enable-private-nodes",
+            "--master-ipv4-cidr",
+            "172.16.0.0/28",
+            "--enable-master-authorized-networks",
+            "--master-authorized-networks",
+            "10.0.0.0/8,192.168.0.0/16",
+            "--release-channel",
+            "regular",
+            "--workload-pool",
+            "test-proj.svc.id.goog",
+            "--labels",
+            "env=ci",
+        ]),
+    );
+    let c = json(&sb, &url, &with(&["clusters", "describe", "pv1"]));
+    assert_eq!(c["privateClusterConfig"]["enablePrivateNodes"], true);
+    assert_eq!(c["privateClusterConfig"]["privateEndpoint"], "172.16.0.2");
+    assert_eq!(c["networkConfig"]["defaultEnablePrivateNodes"], true);
+    assert_eq!(
+        c["networkConfig"]["network"],
+        "projects/-/global/networks/default"
+    );
+    let legacy = &c["masterAuthorizedNetworksConfig"];
+    let current = &c["controlPlaneEndpointsConfig"]["ipEndpointsConfig"];
+    assert_eq!(
+        legacy["cidrBlocks"][1]["cidrBlock"], "192.168.0.0/16",
+        "{c}"
+    );
+    assert_eq!(&current["authorizedNetworksConfig"], legacy);
+    assert_eq!(current["enabled"], true);
+    assert_eq!(c["releaseChannel"]["channel"], "REGULAR");
+    assert_eq!(
+        c["workloadIdentityConfig"]["workloadPool"],
+        "test-proj.svc.id.goog"
+    );
+    assert_eq!(c["resourceLabels"]["env"], "ci");
+    assert!(
+        c["currentMasterVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("1.32.")),
+        "{c}"
+    );
+
+    // The IP endpoint stays enabled, so get-credentials writes a working kubeconfig.
+    ok(&sb, &url, &with(&["clusters", "get-credentials", "pv1"]));
+    let out = kubectl(&sb, &sb.path("kubeconfig"), &["auth", "whoami"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    // Master, then nodes (to the master's version: `desiredNodeVersion: "-"`).
+    mutate(
+        &sb,
+        &url,
+        &with(&[
+            "clusters",
+            "upgrade",
+            "pv1",
+            "--master",
+            "--cluster-version",
+            "1.33",
+        ]),
+    );
+    let c = json(&sb, &url, &with(&["clusters", "describe", "pv1"]));
+    assert!(
+        c["currentNodeVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("1.32.")),
+        "{c}"
+    );
+    mutate(&sb, &url, &with(&["clusters", "upgrade", "pv1"]));
+    let c = json(&sb, &url, &with(&["clusters", "describe", "pv1"]));
+    assert_eq!(c["currentNodeVersion"], c["currentMasterVersion"], "{c}");
+
+    // operations describe; cancelling a finished one is refused.
+    let ops = json(&sb, &url, &["operations", "list"]);
+    let last = ops.as_array().and_then(|o| o.last()).expect("an operation");
+    let name = last["name"].as_str().unwrap().to_owned();
+    let zone = "--zone=us-central1-a";
+    let op = json(&sb, &url, &["operations", "describe", &name, zone]);
+    assert_eq!(op["operationType"], "UPGRADE_NODES");
+    assert_eq!(op["status"], "DONE");
+    let out = gcloud(&sb, &url, &["operations", "cancel", &name, zone]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("FAILED_PRECONDITION"),
+        "{}",
+        text(&out)
+    );
+}

@@ -169,14 +169,26 @@ fn defaults(location: &str) -> Map<String, Value> {
     v.as_object().cloned().unwrap_or_default()
 }
 
+/// Lays `over` onto `base`: objects merge member by member (a request's
+/// `networkConfig` keeps the default network beside its own settings), any
+/// other value replaces.
+fn merge(base: &mut Map<String, Value>, over: &Map<String, Value>) {
+    for (k, v) in over {
+        match (base.get_mut(k), v) {
+            (Some(Value::Object(b)), Value::Object(o)) => merge(b, o),
+            _ => {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
 /// The cluster resource.
 pub fn cluster(record: &ClusterRecord) -> Value {
     let (project, location) = project_location(record);
     let state = ClusterState::load(record).unwrap_or_default();
     let mut c = defaults(location);
-    for (k, v) in &state.fields {
-        c.insert(k.clone(), v.clone());
-    }
+    merge(&mut c, &state.fields);
     let pools: Vec<Value> = state.pools.iter().map(|p| node_pool(record, p)).collect();
     let node_version = state
         .pools
@@ -244,9 +256,31 @@ pub fn cluster(record: &ClusterRecord) -> Value {
             json!("IP rotation started; complete it with completeIpRotation."),
         );
     }
-    mirror_endpoint_configs(&mut c, &advertise(record));
+    let advertised = advertise(record);
+    private_endpoints(&mut c, &advertised);
+    mirror_endpoint_configs(&mut c, &advertised);
     c.extend(endpoint_fields(record));
     Value::Object(c)
+}
+
+/// A private cluster shows its control plane's address in the master range
+/// (`x.y.z.2` of a /28, as GKE picks it) beside the public one.
+fn private_endpoints(c: &mut Map<String, Value>, advertised: &Advertised) {
+    let Some(Value::Object(pcc)) = c.get_mut("privateClusterConfig") else {
+        return;
+    };
+    let private = pcc
+        .get("masterIpv4CidrBlock")
+        .and_then(Value::as_str)
+        .and_then(|cidr| cidr.split('/').next())
+        .and_then(|ip| ip.parse::<std::net::Ipv4Addr>().ok())
+        .map(|ip| std::net::Ipv4Addr::from(u32::from(ip).wrapping_add(2)).to_string());
+    if let Some(private) = private {
+        pcc.insert("privateEndpoint".into(), json!(private));
+    }
+    if let Some(host) = advertised.host() {
+        pcc.insert("publicEndpoint".into(), json!(host));
+    }
 }
 
 /// Authorized networks live in `controlPlaneEndpointsConfig` today and in
