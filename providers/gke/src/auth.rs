@@ -105,3 +105,51 @@ impl TokenAuthenticator for AccessTokens {
         )))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kemu_shared::{ClusterRegistry, ClusterSpec, FakeClock, OwnerScope};
+
+    fn record(scope: OwnerScope) -> ClusterRecord {
+        let registry = ClusterRegistry::new(FakeClock::at_epoch());
+        registry
+            .create(ClusterSpec {
+                scope,
+                name: "c".into(),
+                version: "1.34".into(),
+                node_pools: vec![],
+                tags: Default::default(),
+                provisioning: std::time::Duration::ZERO,
+                extra: serde_json::Value::Null,
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn tokens_map_to_google_identities() {
+        let gke = record(OwnerScope::Gke {
+            project: "proj-1".into(),
+            location: "us-central1".into(),
+        });
+        let tokens = AccessTokens::new();
+        tokens.insert("dev-token", "dev@example.com");
+        let owner = tokens.authenticate(&gke, "anything").unwrap().unwrap();
+        assert_eq!(owner.username, "owner@proj-1.iam.gserviceaccount.com");
+        assert!(owner.groups.contains(&"system:masters".to_owned()));
+        let dev = tokens.authenticate(&gke, "dev-token").unwrap().unwrap();
+        assert_eq!(dev.username, "dev@example.com");
+        assert!(!dev.groups.contains(&"system:masters".to_owned()));
+
+        let strict = AccessTokens::strict();
+        strict.insert("dev-token", "dev@example.com");
+        assert!(strict.authenticate(&gke, "anything").is_err());
+        assert!(strict.authenticate(&gke, "dev-token").unwrap().is_some());
+
+        let eks = record(OwnerScope::Eks {
+            account: "000000000000".into(),
+            region: "us-east-1".into(),
+        });
+        assert_eq!(tokens.authenticate(&eks, "anything").unwrap(), None);
+    }
+}
