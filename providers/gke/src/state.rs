@@ -17,7 +17,7 @@ use crate::wire;
 
 /// The facade's part of a cluster.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct ClusterState {
     /// Full master version, e.g. `1.34.1-gke.1829001`.
     pub master_version: String,
@@ -133,7 +133,9 @@ impl ClusterState {
     /// The state kept in `record`; a record made elsewhere (fixtures, other
     /// tools) gets one derived from its shared fields.
     pub fn load(record: &ClusterRecord) -> Result<Self, Error> {
-        if !record.extra.is_null() {
+        // Only this facade writes a GKE record's `extra` as a state; anything
+        // else there (a fixture's own notes) is ignored and the state derived.
+        if record.extra.get("masterVersion").is_some() {
             return serde_json::from_value(record.extra.clone())
                 .map_err(|e| Error::Internal(format!("cluster state: {e}")));
         }
