@@ -53,6 +53,7 @@ pub fn edit(
     pool: Option<&str>,
     change: impl FnOnce(&mut ClusterState, &mut ClusterRecord) -> Result<(), Error>,
 ) -> Result<Value, Error> {
+    let _serial = gke.operations.serialize();
     let record = find(gke, r)?;
     let now = gke.registry.clock().now();
     check_idle(gke, r, &record)?;
@@ -332,6 +333,7 @@ fn string_map(v: Option<&Value>) -> std::collections::BTreeMap<String, String> {
 /// clusters.delete: the cluster shows STOPPING for the provisioning delay,
 /// then disappears and its listener closes.
 pub fn delete(gke: &Gke, r: &ClusterRef) -> Result<Value, Error> {
+    let _serial = gke.operations.serialize();
     let record = find(gke, r)?;
     check_idle(gke, r, &record)?;
     gke.registry.delete(&record.id, gke.options.provisioning)?;

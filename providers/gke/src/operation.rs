@@ -135,9 +135,16 @@ impl Operation {
 #[derive(Debug, Default)]
 pub struct Operations {
     ops: Mutex<Vec<Operation>>,
+    mutations: Mutex<()>,
 }
 
 impl Operations {
+    /// Held by every mutation from its checks to its operation's start, so two
+    /// concurrent changes of one cluster cannot both pass the busy check.
+    pub fn serialize(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.mutations.lock()
+    }
+
     /// Records an operation.
     pub fn push(&self, op: Operation) {
         self.ops.lock().push(op);
