@@ -35,6 +35,7 @@ use std::sync::Arc;
 use actix_web::web::ServiceConfig;
 use kemu_dataplane::DataPlane;
 pub use kemu_dataplane::DataPlaneError;
+pub use kemu_gke::GkeOptions;
 use kemu_shared::pki::{CertAndKey, ClusterCa};
 pub use kemu_shared::{
     self as shared, Clock, ClusterRegistry, Config, FakeClock, SharedClock, SystemClock,

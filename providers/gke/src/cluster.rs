@@ -22,6 +22,11 @@ pub fn find(gke: &Gke, r: &ClusterRef) -> Result<ClusterRecord, Error> {
         .registry
         .find(&r.scope(), &r.name)
         .map_err(|_| Error::NotFound(format!("Not found: {}.", r.path())))?;
+    settled(gke, record)
+}
+
+/// `record` with node pools whose provisioning is over marked RUNNING.
+fn settled(gke: &Gke, record: ClusterRecord) -> Result<ClusterRecord, Error> {
     let now = gke.registry.clock().now();
     let mut state = ClusterState::load(&record)?;
     if !state.settle(now) {
@@ -132,15 +137,8 @@ pub fn list(gke: &Gke, at: &LocationRef) -> Result<Value, Error> {
             }
             _ => false,
         })
-        .iter()
-        .map(|c| {
-            let r = ClusterRef {
-                project: at.project.clone(),
-                location: crate::state::project_location(c).1.to_owned(),
-                name: c.name.clone(),
-            };
-            find(gke, &r).map(|c| render::cluster(&c))
-        })
+        .into_iter()
+        .map(|c| settled(gke, c).map(|c| render::cluster(&c)))
         .collect::<Result<_, _>>()?;
     Ok(json!({ "clusters": clusters }))
 }
