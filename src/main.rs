@@ -85,10 +85,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             run_dir,
         },
     )?;
+    // Listen for signals before announcing readiness: a script may send SIGTERM
+    // the moment it reads the ready line.
+    let signals = shutdown_signal()?;
     println!("{}", serde_json::to_string(&running.ready)?);
     eprintln!("{}", hint(&running.ready));
 
-    wait_for_signal().await;
+    signals.await;
     tracing::info!("shutting down");
     running.stop().await;
     Ok(())
@@ -104,26 +107,21 @@ fn hint(ready: &server::ReadyLine) -> String {
     )
 }
 
-async fn wait_for_signal() {
+/// Resolves on SIGINT or SIGTERM; the handlers are installed when this returns.
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    #[cfg(unix)]
+    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    Ok(async move {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-    }
-    #[cfg(not(unix))]
-    {
+        #[cfg(not(unix))]
         let _ = tokio::signal::ctrl_c().await;
-    }
+    })
 }
 
 fn init_logging(cli: &Cli) {
