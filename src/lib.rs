@@ -35,6 +35,7 @@ use std::sync::Arc;
 use actix_web::web::ServiceConfig;
 use kemu_dataplane::DataPlane;
 pub use kemu_dataplane::DataPlaneError;
+pub use kemu_gke::GkeOptions;
 use kemu_shared::pki::{CertAndKey, ClusterCa};
 pub use kemu_shared::{
     self as shared, Clock, ClusterRegistry, Config, FakeClock, SharedClock, SystemClock,
@@ -59,6 +60,7 @@ pub struct KemuBuilder {
     config: Config,
     dataplane: bool,
     aks: kemu_aks::AksConfig,
+    gke: kemu_gke::GkeOptions,
 }
 
 impl KemuBuilder {
@@ -87,15 +89,29 @@ impl KemuBuilder {
         self
     }
 
+    /// Options of the GKE facade (its provisioning delay on the clock).
+    pub fn gke_options(mut self, options: kemu_gke::GkeOptions) -> Self {
+        self.gke = options;
+        self
+    }
+
     /// Starts the engine: registry, data plane, and kemu's own CA for its HTTPS
     /// facades.
     pub fn build(self) -> Result<Kemu, Error> {
         kemu_shared::pki::install_crypto_provider();
         let registry = ClusterRegistry::new(self.clock.clone());
+        // GKE clusters' Kubernetes API takes the access tokens gke-gcloud-auth-plugin hands kubectl.
+        registry.set_authenticator(
+            kemu_shared::Cloud::Gke,
+            Arc::new(kemu_gke::AccessTokens::new()),
+        );
         let facade_ca = ClusterCa::generate("kemu-facade-ca", self.clock.now())?;
         let facade_cert = facade_ca.serving_cert(&self.config.serving_hosts(), self.clock.now())?;
+        // One GKE facade for every mount, so its operations are shared.
+        let gke = kemu_gke::Gke::with_options(registry.clone(), self.gke);
         let kemu = Kemu {
             inner: Arc::new(Inner {
+                gke,
                 clock: self.clock,
                 config: self.config,
                 registry: registry.clone(),
@@ -125,6 +141,7 @@ pub struct Kemu {
 }
 
 struct Inner {
+    gke: kemu_gke::Gke,
     clock: SharedClock,
     config: Config,
     registry: ClusterRegistry,
@@ -152,6 +169,7 @@ impl Kemu {
             config: Config::default(),
             dataplane: true,
             aks: kemu_aks::AksConfig::default(),
+            gke: kemu_gke::GkeOptions::default(),
         }
     }
 
@@ -201,7 +219,7 @@ impl Kemu {
 
     /// Mounts the GKE facade: `App::new().configure(kemu.gke())`.
     pub fn gke(&self) -> impl Fn(&mut ServiceConfig) + Clone + Send + 'static {
-        let facade = kemu_gke::Gke::new(self.inner.registry.clone());
+        let facade = self.inner.gke.clone();
         move |cfg| facade.clone().configure(cfg)
     }
 

@@ -73,6 +73,7 @@ async fn ready_line_and_wire_format_errors() {
             "{}/v1/projects/p/locations/l/clusters/nope",
             ready.gke
         ))
+        .bearer_auth("t")
         .send()
         .await
         .unwrap();
