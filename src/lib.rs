@@ -35,6 +35,7 @@ use std::sync::Arc;
 use actix_web::web::ServiceConfig;
 use kemu_dataplane::DataPlane;
 pub use kemu_dataplane::DataPlaneError;
+pub use kemu_gke::GkeOptions;
 use kemu_shared::pki::{CertAndKey, ClusterCa};
 pub use kemu_shared::{
     self as shared, Clock, ClusterRegistry, Config, FakeClock, SharedClock, SystemClock,
@@ -59,6 +60,8 @@ pub struct KemuBuilder {
     config: Config,
     dataplane: bool,
     eks: kemu_eks::Settings,
+    aks: kemu_aks::AksConfig,
+    gke: kemu_gke::GkeOptions,
 }
 
 impl KemuBuilder {
@@ -80,10 +83,22 @@ impl KemuBuilder {
         self
     }
 
+    /// Configures the AKS facade (service principals, provisioning delay).
+    pub fn aks_config(mut self, config: kemu_aks::AksConfig) -> Self {
+        self.aks = config;
+        self
+    }
+
     /// Whether the data plane starts with kemu (default) or clusters show the
     /// sentinel until [`Kemu::attach_dataplane`].
     pub fn dataplane(mut self, enabled: bool) -> Self {
         self.dataplane = enabled;
+        self
+    }
+
+    /// Options of the GKE facade (its provisioning delay on the clock).
+    pub fn gke_options(mut self, options: kemu_gke::GkeOptions) -> Self {
+        self.gke = options;
         self
     }
 
@@ -92,23 +107,37 @@ impl KemuBuilder {
     pub fn build(self) -> Result<Kemu, Error> {
         kemu_shared::pki::install_crypto_provider();
         let registry = ClusterRegistry::new(self.clock.clone());
+        // GKE clusters' Kubernetes API takes the access tokens gke-gcloud-auth-plugin hands kubectl.
+        registry.set_authenticator(
+            kemu_shared::Cloud::Gke,
+            Arc::new(kemu_gke::AccessTokens::new()),
+        );
         let facade_ca = ClusterCa::generate("kemu-facade-ca", self.clock.now())?;
         let facade_cert = facade_ca.serving_cert(&self.config.serving_hosts(), self.clock.now())?;
         // One EKS facade for every mount: its state (node groups, access
         // entries…) and the token authenticator reading it are shared.
         let eks = kemu_eks::Eks::with_settings(registry.clone(), self.eks);
         registry.set_authenticator(kemu_shared::Cloud::Eks, Arc::new(eks.authenticator()));
+        // One GKE facade for every mount, so its operations are shared.
+        let gke = kemu_gke::Gke::with_options(registry.clone(), self.gke);
         let kemu = Kemu {
             inner: Arc::new(Inner {
+                gke,
                 clock: self.clock,
                 config: self.config,
-                registry,
+                registry: registry.clone(),
                 dataplane: Mutex::new(None),
                 facade_ca,
                 facade_cert,
                 eks,
+                aks: kemu_aks::Aks::with_config(registry.clone(), self.aks),
             }),
         };
+        // The data plane checks AKS bearer tokens with the facade that minted them.
+        registry.set_authenticator(
+            kemu_shared::Cloud::Aks,
+            Arc::new(kemu.inner.aks.token_authenticator()),
+        );
         if self.dataplane {
             kemu.attach_dataplane()?;
         }
@@ -124,6 +153,7 @@ pub struct Kemu {
 }
 
 struct Inner {
+    gke: kemu_gke::Gke,
     clock: SharedClock,
     config: Config,
     registry: ClusterRegistry,
@@ -131,6 +161,8 @@ struct Inner {
     facade_ca: ClusterCa,
     facade_cert: CertAndKey,
     eks: kemu_eks::Eks,
+    /// One AKS facade, so every mount shares its resource groups and operations.
+    aks: kemu_aks::Aks,
 }
 
 impl std::fmt::Debug for Kemu {
@@ -150,6 +182,8 @@ impl Kemu {
             config: Config::default(),
             dataplane: true,
             eks: kemu_eks::Settings::default(),
+            aks: kemu_aks::AksConfig::default(),
+            gke: kemu_gke::GkeOptions::default(),
         }
     }
 
@@ -199,14 +233,14 @@ impl Kemu {
 
     /// Mounts the GKE facade: `App::new().configure(kemu.gke())`.
     pub fn gke(&self) -> impl Fn(&mut ServiceConfig) + Clone + Send + 'static {
-        let facade = kemu_gke::Gke::new(self.inner.registry.clone());
+        let facade = self.inner.gke.clone();
         move |cfg| facade.clone().configure(cfg)
     }
 
     /// Mounts the AKS facade: `App::new().configure(kemu.aks())`. Serve it over
     /// HTTPS ([`Kemu::facade_tls`]): `az` refuses plain HTTP.
     pub fn aks(&self) -> impl Fn(&mut ServiceConfig) + Clone + Send + 'static {
-        let facade = kemu_aks::Aks::new(self.inner.registry.clone());
+        let facade = self.inner.aks.clone();
         move |cfg| facade.clone().configure(cfg)
     }
 

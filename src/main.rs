@@ -36,6 +36,17 @@ struct Cli {
     /// AKS facade port (HTTPS); 0 picks a free one.
     #[arg(long, env = "KEMU_AKS_PORT", default_value_t = 4752)]
     aks_port: u16,
+    /// An AKS service principal as `CLIENT_ID=SECRET` (repeatable). With none,
+    /// any client id and secret log in.
+    #[arg(
+        long = "aks-service-principal",
+        env = "KEMU_AKS_SERVICE_PRINCIPALS",
+        value_delimiter = ','
+    )]
+    aks_service_principals: Vec<String>,
+    /// Seconds an AKS create, update or delete stays in progress.
+    #[arg(long, env = "KEMU_AKS_PROVISIONING_DELAY", default_value_t = 0)]
+    aks_provisioning_delay: u64,
     /// Run the facades only: clusters show the sentinel endpoint and no CA.
     #[arg(long, env = "KEMU_NO_DATAPLANE")]
     no_dataplane: bool,
@@ -70,6 +81,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             bind_host: cli.bind_host.clone(),
         })
         .dataplane(!cli.no_dataplane)
+        .aks_config(aks_config(&cli)?)
         .build()?;
     let run_dir = cli
         .run_dir
@@ -85,13 +97,32 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             run_dir,
         },
     )?;
+    // Listen for signals before announcing readiness: a script may send SIGTERM
+    // the moment it reads the ready line.
+    let signals = shutdown_signal()?;
     println!("{}", serde_json::to_string(&running.ready)?);
     eprintln!("{}", hint(&running.ready));
 
-    wait_for_signal().await;
+    signals.await;
     tracing::info!("shutting down");
     running.stop().await;
     Ok(())
+}
+
+fn aks_config(cli: &Cli) -> anyhow::Result<kemu_aks::AksConfig> {
+    let mut config = kemu_aks::AksConfig {
+        provisioning_delay: std::time::Duration::from_secs(cli.aks_provisioning_delay),
+        ..Default::default()
+    };
+    for principal in &cli.aks_service_principals {
+        let (id, secret) = principal.split_once('=').ok_or_else(|| {
+            anyhow::anyhow!("--aks-service-principal {principal}: expected CLIENT_ID=SECRET")
+        })?;
+        config
+            .service_principals
+            .insert(id.to_owned(), secret.to_owned());
+    }
+    Ok(config)
 }
 
 fn hint(ready: &server::ReadyLine) -> String {
@@ -99,31 +130,32 @@ fn hint(ready: &server::ReadyLine) -> String {
         "kemu is ready.\n  \
          aws:    AWS_ENDPOINT_URL_EKS={} AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x aws eks list-clusters\n  \
          gcloud: CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER={}/ CLOUDSDK_AUTH_ACCESS_TOKEN=x gcloud container clusters list\n  \
-         az:     REQUESTS_CA_BUNDLE={} az cloud register -n kemu --endpoint-resource-manager {}/",
-        ready.eks, ready.gke, ready.ca_bundle, ready.aks
+         az:     export REQUESTS_CA_BUNDLE={} AZURE_CORE_INSTANCE_DISCOVERY=false\n          \
+                 az cloud register -n kemu --endpoint-resource-manager {}/ && az cloud set -n kemu\n          \
+                 az login --service-principal -u APP_ID -p SECRET --tenant {}",
+        ready.eks,
+        ready.gke,
+        ready.ca_bundle,
+        ready.aks,
+        kemu_aks::state::DEFAULT_TENANT
     )
 }
 
-async fn wait_for_signal() {
+/// Resolves on SIGINT or SIGTERM; the handlers are installed when this returns.
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    #[cfg(unix)]
+    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    Ok(async move {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-    }
-    #[cfg(not(unix))]
-    {
+        #[cfg(not(unix))]
         let _ = tokio::signal::ctrl_c().await;
-    }
+    })
 }
 
 fn init_logging(cli: &Cli) {

@@ -73,6 +73,7 @@ async fn ready_line_and_wire_format_errors() {
             "{}/v1/projects/p/locations/l/clusters/nope",
             ready.gke
         ))
+        .bearer_auth("t")
         .send()
         .await
         .unwrap();
@@ -93,7 +94,7 @@ async fn ready_line_and_wire_format_errors() {
         .unwrap();
     assert_eq!(resp.status(), 404);
     let body: serde_json::Value = resp.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "ResourceNotFound");
+    assert_eq!(body["error"]["code"], "ResourceGroupNotFound");
     let resp = https.get(&arm).send().await.unwrap();
     assert_eq!(resp.status(), 400);
     let body: serde_json::Value = resp.json().await.unwrap();

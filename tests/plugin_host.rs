@@ -69,6 +69,7 @@ async fn host_mounts_all_three_facades() {
     let gke = urls["gke"].as_str().unwrap();
     let resp = http
         .get(format!("{gke}/v1/projects/p/locations/-/clusters"))
+        .bearer_auth("any-token")
         .send()
         .await
         .unwrap();

@@ -9,11 +9,14 @@
 //!   endpoints), one file per concern.
 //! - [`resources`]: the resource registry: every type served, with its metadata.
 //! - [`auth`]: who the caller is (client certificate, cloud token, anonymous).
+//! - [`authz`]: what the caller may do (RBAC, cloud identity mapping, access
+//!   reviews) and admission (ResourceQuota, LimitRange).
 //! - [`identity`]: who is calling, read from the TLS connection.
 //! - [`error`]: the data plane's error enum, rendered as a `metav1.Status`.
 
 pub mod api;
 pub mod auth;
+pub mod authz;
 pub mod engine;
 pub mod error;
 pub mod identity;

@@ -21,6 +21,12 @@ pub enum Error {
     /// FAILED_PRECONDITION.
     #[error("{0}")]
     FailedPrecondition(String),
+    /// UNAUTHENTICATED: no bearer token.
+    #[error(
+        "Request is missing required authentication credential. Expected OAuth 2 access token, \
+         login cookie or other valid authentication credential."
+    )]
+    Unauthenticated,
     /// INTERNAL.
     #[error("{0}")]
     Internal(String),
@@ -33,6 +39,7 @@ impl Error {
             Error::AlreadyExists(_) => "ALREADY_EXISTS",
             Error::InvalidArgument(_) => "INVALID_ARGUMENT",
             Error::FailedPrecondition(_) => "FAILED_PRECONDITION",
+            Error::Unauthenticated => "UNAUTHENTICATED",
             Error::Internal(_) => "INTERNAL",
         }
     }
@@ -57,13 +64,21 @@ impl ResponseError for Error {
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::AlreadyExists(_) => StatusCode::CONFLICT,
             Error::InvalidArgument(_) | Error::FailedPrecondition(_) => StatusCode::BAD_REQUEST,
+            Error::Unauthenticated => StatusCode::UNAUTHORIZED,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
     fn error_response(&self) -> HttpResponse {
         let code = self.status_code();
-        HttpResponse::build(code).json(json!({ "error": {
+        let mut resp = HttpResponse::build(code);
+        if let Error::Unauthenticated = self {
+            resp.insert_header((
+                "WWW-Authenticate",
+                "Bearer realm=\"https://accounts.google.com/\"",
+            ));
+        }
+        resp.json(json!({ "error": {
             "code": code.as_u16(),
             "message": self.to_string(),
             "status": self.status_name(),

@@ -1,0 +1,57 @@
+//! Admission as pure functions, run after defaulting and authorization and
+//! before storing, in upstream's order. Mutating: [`namespace`]
+//! (NamespaceLifecycle, which only refuses), [`limitrange::mutate`]
+//! (container defaults), [`serviceaccount`] (default account, token volume).
+//! Mutating [`webhook`]s last. Validating: [`limitrange::validate`]
+//! (min/max/ratio), validating [`webhook`]s, then [`quota`] (object counts
+//! and compute resources against every ResourceQuota of the namespace).
+//!
+//! [`quantity`] parses and prints `resource.Quantity` as upstream does.
+
+pub mod jsonpatch;
+pub mod limitrange;
+pub mod namespace;
+pub mod quantity;
+pub mod quota;
+pub mod serviceaccount;
+pub mod webhook;
+
+/// Which write is being admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// A create (POST, or a server-side apply that creates).
+    Create,
+    /// An update or patch.
+    Update,
+    /// A delete (admission of deletes has nothing to check here).
+    Delete,
+}
+
+/// How admission errors name the object (upstream `extractResourceName`):
+/// its name, else its `generateName`, else `Unknown`.
+pub fn object_name(object: &serde_json::Value) -> &str {
+    let s = |k: &str| {
+        object
+            .pointer(k)
+            .and_then(serde_json::Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    s("/metadata/name")
+        .or_else(|| s("/metadata/generateName"))
+        .unwrap_or("Unknown")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn objects_are_named_as_upstream_names_them() {
+        assert_eq!(super::object_name(&json!({"metadata":{"name":"a"}})), "a");
+        assert_eq!(
+            super::object_name(&json!({"metadata":{"generateName":"web-"}})),
+            "web-"
+        );
+        assert_eq!(super::object_name(&json!({})), "Unknown");
+    }
+}

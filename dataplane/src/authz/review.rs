@@ -1,0 +1,402 @@
+//! The access reviews, answered from the same authorizer as requests:
+//! SubjectAccessReview, LocalSubjectAccessReview, SelfSubjectAccessReview
+//! (`kubectl auth can-i`) and SelfSubjectRulesReview (`kubectl auth can-i
+//! --list`). Each is a pure function from the request body (+ caller) to the
+//! response body (HTTP 201) or the error upstream answers.
+
+use kemu_shared::UserInfo;
+use serde_json::{Value, json};
+
+use super::attributes::Attributes;
+use super::authorizer::Authorizer;
+use crate::error::{ApiError, Cause, Target};
+
+const GROUP: &str = "authorization.k8s.io";
+
+fn s(v: &Value, ptr: &str) -> String {
+    v.pointer(ptr)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned()
+}
+
+fn invalid(kind: &str, causes: Vec<Cause>) -> ApiError {
+    ApiError::Invalid {
+        target: Target {
+            name: String::new(),
+            group: GROUP.into(),
+            kind: kind.into(),
+        },
+        kind: format!("{kind}.{GROUP}"),
+        causes,
+    }
+}
+
+fn cause(field: &str, value: &str, why: &str) -> Cause {
+    Cause {
+        reason: "FieldValueInvalid".into(),
+        message: format!("Invalid value: {value}: {why}"),
+        field: field.into(),
+    }
+}
+
+/// Upstream's check that exactly one kind of attributes is given.
+fn attribute_causes(spec: &Value) -> Vec<Cause> {
+    let res = spec.get("resourceAttributes").filter(|v| !v.is_null());
+    let non = spec.get("nonResourceAttributes").filter(|v| !v.is_null());
+    match (res, non) {
+        (Some(_), Some(n)) => vec![cause(
+            "spec.nonResourceAttributes",
+            &format!("{}", json!(n)),
+            "cannot be specified in combination with resourceAttributes",
+        )],
+        (None, None) => vec![cause(
+            "spec.resourceAttributes",
+            "\"null\"",
+            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// The attributes a review's spec asks about, for `user`.
+fn attributes(spec: &Value, user: UserInfo) -> Attributes {
+    if spec.get("resourceAttributes").is_some_and(|v| !v.is_null()) {
+        let r = |k: &str| s(spec, &format!("/resourceAttributes/{k}"));
+        Attributes {
+            user,
+            verb: r("verb"),
+            api_group: r("group"),
+            api_version: r("version"),
+            resource: r("resource"),
+            subresource: r("subresource"),
+            namespace: r("namespace"),
+            name: r("name"),
+            resource_request: true,
+            path: String::new(),
+        }
+    } else {
+        Attributes::non_resource(
+            user,
+            &s(spec, "/nonResourceAttributes/verb"),
+            &s(spec, "/nonResourceAttributes/path"),
+        )
+    }
+}
+
+fn respond(kind: &str, body: &Value, authz: &Authorizer, a: &Attributes) -> Value {
+    let d = authz.authorize(a);
+    let mut status = json!({ "allowed": d.allowed });
+    if !d.reason.is_empty() {
+        status["reason"] = json!(d.reason);
+    }
+    let mut metadata = body.get("metadata").cloned().unwrap_or(json!({}));
+    if metadata.get("creationTimestamp").is_none() {
+        metadata["creationTimestamp"] = Value::Null;
+    }
+    json!({
+        "kind": kind,
+        "apiVersion": format!("{GROUP}/v1"),
+        "metadata": metadata,
+        "spec": body.get("spec").cloned().unwrap_or(json!({})),
+        "status": status,
+    })
+}
+
+fn user_of_spec(spec: &Value) -> UserInfo {
+    let list = |k: &str| -> Vec<String> {
+        spec.get(k)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let extra = spec
+        .get("extra")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| {
+                    let vals = v
+                        .as_array()
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(Value::as_str)
+                                .map(str::to_owned)
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    (k.clone(), vals)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    UserInfo {
+        username: s(spec, "/user"),
+        uid: s(spec, "/uid"),
+        groups: list("groups"),
+        extra,
+    }
+}
+
+/// POST `/apis/authorization.k8s.io/v1/subjectaccessreviews`: may the user
+/// named in `spec` do what `spec` asks?
+pub fn subject_access_review(authz: &Authorizer, body: &Value) -> Result<Value, ApiError> {
+    const KIND: &str = "SubjectAccessReview";
+    let spec = body.get("spec").cloned().unwrap_or(json!({}));
+    let mut causes = attribute_causes(&spec);
+    let user = user_of_spec(&spec);
+    if user.username.is_empty() && user.groups.is_empty() {
+        causes.push(cause(
+            "spec.user",
+            "\"\"",
+            "at least one of user or group must be specified",
+        ));
+    }
+    if !causes.is_empty() {
+        return Err(invalid(KIND, causes));
+    }
+    Ok(respond(KIND, body, authz, &attributes(&spec, user)))
+}
+
+/// POST `/apis/authorization.k8s.io/v1/namespaces/{ns}/localsubjectaccessreviews`.
+pub fn local_subject_access_review(
+    authz: &Authorizer,
+    namespace: &str,
+    body: &Value,
+) -> Result<Value, ApiError> {
+    const KIND: &str = "LocalSubjectAccessReview";
+    let spec = body.get("spec").cloned().unwrap_or(json!({}));
+    let mut causes = attribute_causes(&spec);
+    if spec
+        .get("nonResourceAttributes")
+        .is_some_and(|v| !v.is_null())
+    {
+        causes.push(cause(
+            "spec.nonResourceAttributes",
+            &format!("{}", json!(spec["nonResourceAttributes"])),
+            "disallowed on this kind of request",
+        ));
+    }
+    let user = user_of_spec(&spec);
+    if user.username.is_empty() && user.groups.is_empty() {
+        causes.push(cause(
+            "spec.user",
+            "\"\"",
+            "at least one of user or group must be specified",
+        ));
+    }
+    if !causes.is_empty() {
+        return Err(invalid(KIND, causes));
+    }
+    if s(&spec, "/resourceAttributes/namespace") != namespace {
+        return Err(ApiError::BadRequest(format!(
+            "spec.resourceAttributes.namespace must match namespace: {namespace}"
+        )));
+    }
+    Ok(respond(KIND, body, authz, &attributes(&spec, user)))
+}
+
+/// POST `/apis/authorization.k8s.io/v1/selfsubjectaccessreviews`
+/// (`kubectl auth can-i VERB RESOURCE`): may the caller do it?
+pub fn self_subject_access_review(
+    authz: &Authorizer,
+    caller: &UserInfo,
+    body: &Value,
+) -> Result<Value, ApiError> {
+    const KIND: &str = "SelfSubjectAccessReview";
+    let spec = body.get("spec").cloned().unwrap_or(json!({}));
+    let causes = attribute_causes(&spec);
+    if !causes.is_empty() {
+        return Err(invalid(KIND, causes));
+    }
+    Ok(respond(
+        KIND,
+        body,
+        authz,
+        &attributes(&spec, caller.clone()),
+    ))
+}
+
+/// POST `/apis/authorization.k8s.io/v1/selfsubjectrulesreviews`
+/// (`kubectl auth can-i --list`): every rule the caller holds in `spec.namespace`.
+pub fn self_subject_rules_review(
+    authz: &Authorizer,
+    caller: &UserInfo,
+    body: &Value,
+) -> Result<Value, ApiError> {
+    let namespace = s(body, "/spec/namespace");
+    if namespace.is_empty() {
+        return Err(ApiError::BadRequest("no namespace on request".into()));
+    }
+    let rules = authz.rules_for(caller, &namespace);
+    let resource_rules: Vec<Value> = rules
+        .resource_rules
+        .iter()
+        .map(|r| {
+            let mut v =
+                json!({ "verbs": r.verbs, "apiGroups": r.api_groups, "resources": r.resources });
+            if !r.resource_names.is_empty() {
+                v["resourceNames"] = json!(r.resource_names);
+            }
+            v
+        })
+        .collect();
+    let non_resource_rules: Vec<Value> = rules
+        .non_resource_rules
+        .iter()
+        .map(|r| json!({ "verbs": r.verbs, "nonResourceURLs": r.non_resource_urls }))
+        .collect();
+    let mut status = json!({
+        "resourceRules": resource_rules,
+        "nonResourceRules": non_resource_rules,
+        "incomplete": false,
+    });
+    if !rules.evaluation_error.is_empty() {
+        status["evaluationError"] = json!(rules.evaluation_error);
+    }
+    let mut metadata = body.get("metadata").cloned().unwrap_or(json!({}));
+    if metadata.get("creationTimestamp").is_none() {
+        metadata["creationTimestamp"] = Value::Null;
+    }
+    Ok(json!({
+        "kind": "SelfSubjectRulesReview",
+        "apiVersion": format!("{GROUP}/v1"),
+        "metadata": metadata,
+        "spec": { "namespace": namespace },
+        "status": status,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::authz::authorizer::Mode;
+    use crate::authz::bootstrap;
+    use crate::authz::source::{Layered, MemorySource};
+    use actix_web::ResponseError;
+
+    fn ci() -> UserInfo {
+        UserInfo {
+            username: "system:serviceaccount:dev:ci".into(),
+            groups: vec![
+                "system:serviceaccounts".into(),
+                "system:serviceaccounts:dev".into(),
+                "system:authenticated".into(),
+            ],
+            ..Default::default()
+        }
+    }
+
+    fn extra() -> MemorySource {
+        MemorySource::new([
+            json!({"kind":"Role","metadata":{"name":"deployer","namespace":"dev"},
+                   "rules":[{"apiGroups":["apps"],"resources":["deployments"],"verbs":["get","list","create"]},
+                            {"apiGroups":[""],"resources":["configmaps"],"resourceNames":["cfg"],"verbs":["get"]}]}),
+            json!({"kind":"RoleBinding","metadata":{"name":"ci","namespace":"dev"},
+                   "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"deployer"},
+                   "subjects":[{"kind":"ServiceAccount","name":"ci","namespace":"dev"}]}),
+        ])
+    }
+
+    #[test]
+    fn self_subject_access_review_answers_can_i() {
+        let (b, e) = (bootstrap::source(), extra());
+        let src = Layered(vec![&b, &e]);
+        let authz = Authorizer::new(Mode::Rbac, &src);
+        // What `kubectl auth can-i create deployments -n dev` sends.
+        let body = json!({"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{"creationTimestamp":null},
+            "spec":{"resourceAttributes":{"namespace":"dev","verb":"create","group":"apps","resource":"deployments"}},"status":{"allowed":false}});
+        let r = self_subject_access_review(&authz, &ci(), &body).unwrap();
+        assert_eq!(r["status"]["allowed"], true);
+        assert_eq!(
+            r["status"]["reason"],
+            "RBAC: allowed by RoleBinding \"ci/dev\" of Role \"deployer\" to ServiceAccount \"ci/dev\""
+        );
+        assert_eq!(r["spec"], body["spec"]);
+        let mut no = body.clone();
+        no["spec"]["resourceAttributes"]["verb"] = json!("delete");
+        let r = self_subject_access_review(&authz, &ci(), &no).unwrap();
+        assert_eq!(r["status"], json!({"allowed": false}));
+        let bad = json!({"spec":{}});
+        let e = self_subject_access_review(&authz, &ci(), &bad).unwrap_err();
+        assert_eq!(e.status_code().as_u16(), 422);
+        assert_eq!(
+            e.to_string(),
+            "SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified"
+        );
+    }
+
+    #[test]
+    fn subject_access_review_asks_about_others() {
+        let (b, e) = (bootstrap::source(), extra());
+        let src = Layered(vec![&b, &e]);
+        let authz = Authorizer::new(Mode::Rbac, &src);
+        let u = ci();
+        let body = json!({"spec":{"user":u.username,"groups":u.groups,
+            "resourceAttributes":{"namespace":"dev","verb":"get","resource":"configmaps","name":"cfg"}}});
+        assert_eq!(
+            subject_access_review(&authz, &body).unwrap()["status"]["allowed"],
+            true
+        );
+        let body = json!({"spec":{"user":"nobody","nonResourceAttributes":{"path":"/healthz","verb":"get"}}});
+        assert_eq!(
+            subject_access_review(&authz, &body).unwrap()["status"]["allowed"],
+            false
+        );
+        let body = json!({"spec":{"groups":["system:unauthenticated"],"nonResourceAttributes":{"path":"/healthz","verb":"get"}}});
+        assert_eq!(
+            subject_access_review(&authz, &body).unwrap()["status"]["allowed"],
+            true
+        );
+        let body = json!({"spec":{"resourceAttributes":{"verb":"get","resource":"pods"}}});
+        let e = subject_access_review(&authz, &body).unwrap_err();
+        assert!(e.to_string().contains(
+            "spec.user: Invalid value: \"\": at least one of user or group must be specified"
+        ));
+        let body = json!({"spec":{"user":"x","resourceAttributes":{"namespace":"other","verb":"get","resource":"pods"}}});
+        assert!(matches!(
+            local_subject_access_review(&authz, "dev", &body),
+            Err(ApiError::BadRequest(_))
+        ));
+    }
+
+    #[test]
+    fn rules_review_lists_what_can_i_list_shows() {
+        let (b, e) = (bootstrap::source(), extra());
+        let src = Layered(vec![&b, &e]);
+        let authz = Authorizer::new(Mode::Rbac, &src);
+        let body = json!({"kind":"SelfSubjectRulesReview","apiVersion":"authorization.k8s.io/v1","metadata":{"creationTimestamp":null},"spec":{"namespace":"dev"}});
+        let r = self_subject_rules_review(&authz, &ci(), &body).unwrap();
+        let rr = r["status"]["resourceRules"].as_array().unwrap();
+        assert!(rr.contains(&json!({"verbs":["create"],"apiGroups":["authorization.k8s.io"],"resources":["selfsubjectaccessreviews","selfsubjectrulesreviews"]})));
+        assert!(rr.contains(&json!({"verbs":["get","list","create"],"apiGroups":["apps"],"resources":["deployments"]})));
+        assert!(rr.contains(&json!({"verbs":["get"],"apiGroups":[""],"resources":["configmaps"],"resourceNames":["cfg"]})));
+        let nr = r["status"]["nonResourceRules"].as_array().unwrap();
+        assert!(nr.iter().any(|n| {
+            n["nonResourceURLs"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("/version"))
+        }));
+        assert_eq!(r["status"]["incomplete"], false);
+        // In another namespace, the Role does not apply.
+        let other = json!({"spec":{"namespace":"prod"}});
+        let r = self_subject_rules_review(&authz, &ci(), &other).unwrap();
+        assert!(
+            !r["status"]["resourceRules"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x["apiGroups"] == json!(["apps"]))
+        );
+        assert!(matches!(
+            self_subject_rules_review(&authz, &ci(), &json!({"spec":{}})),
+            Err(ApiError::BadRequest(_))
+        ));
+    }
+}
