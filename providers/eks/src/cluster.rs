@@ -128,6 +128,7 @@ pub fn create(eks: &Eks, call: &Call) -> Result<Value, Error> {
             }
         }
     }
+    eks.prune();
     let record = eks.registry().create(ClusterSpec {
         scope: call.scope.clone(),
         name: name.to_owned(),

@@ -291,6 +291,18 @@ impl Eks {
         self.state.clusters.lock().remove(id);
     }
 
+    /// Forgets the EKS state of every cluster that finished deleting after a
+    /// grace (those deleted at once are forgotten on the spot).
+    fn prune(&self) {
+        let live: std::collections::HashSet<String> = self
+            .registry
+            .list_cloud(kemu_shared::Cloud::Eks)
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        self.state.clusters.lock().retain(|id, _| live.contains(id));
+    }
+
     fn registry(&self) -> &ClusterRegistry {
         &self.registry
     }
