@@ -225,6 +225,11 @@ impl Kemu {
         Ok(())
     }
 
+    /// The EKS facade itself (its access entries, its token authenticator).
+    pub fn eks_facade(&self) -> &kemu_eks::Eks {
+        &self.inner.eks
+    }
+
     /// Mounts the EKS facade: `App::new().configure(kemu.eks())`.
     pub fn eks(&self) -> impl Fn(&mut ServiceConfig) + Clone + Send + 'static {
         let facade = self.inner.eks.clone();

@@ -38,6 +38,7 @@ async fn tokens_are_bound_to_cluster_key_and_time() {
     let clock = FakeClock::new(SystemClock.now());
     let kemu = Kemu::builder().clock(clock.clone()).build().unwrap();
     let registry = kemu.registry().clone();
+    let facade = kemu.eks_facade().clone();
     let sandbox = Sandbox::new();
     let running = start(kemu, &sandbox.path("run"));
     let endpoint = running.ready.eks.clone();
@@ -74,6 +75,18 @@ async fn tokens_are_bound_to_cluster_key_and_time() {
     };
     let alpha = registry.find(&scope, "alpha").unwrap();
     let beta = registry.find(&scope, "beta").unwrap();
+
+    // The creator's bootstrap entry, in the wire shape the authorizer reads.
+    let entries = facade.access_entries(&alpha.id);
+    assert_eq!(entries.len(), 1);
+    assert_eq!(
+        entries[0].0["principalArn"],
+        "arn:aws:iam::000000000000:user/test"
+    );
+    assert_eq!(
+        entries[0].1[0]["policyArn"],
+        "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+    );
 
     let user = registry
         .authenticate_token(&alpha, &a)

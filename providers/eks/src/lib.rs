@@ -196,6 +196,27 @@ impl Eks {
         )
     }
 
+    /// The access entries of a cluster, each in the EKS `accessEntry` wire
+    /// shape with its `associatedAccessPolicies` (as
+    /// ListAssociatedAccessPolicies returns them): what the data plane's
+    /// authorizer maps a caller through.
+    pub fn access_entries(&self, cluster_id: &str) -> Vec<(Value, Vec<Value>)> {
+        let clusters = self.state.clusters.lock();
+        let Some(cs) = clusters.get(cluster_id) else {
+            return Vec::new();
+        };
+        cs.list(Kind::AccessEntry)
+            .map(|(principal, item)| {
+                let policies = cs
+                    .policies
+                    .get(principal)
+                    .map(|m| m.values().cloned().collect())
+                    .unwrap_or_default();
+                (item.value(), policies)
+            })
+            .collect()
+    }
+
     /// The settings.
     pub fn settings(&self) -> &Settings {
         &self.settings
