@@ -133,13 +133,46 @@ fn placeholder_builtins() -> Vec<ResourceType> {
             verbs: verbs.clone(),
             subresources: vec![],
         };
+    // Subresources the generic handlers serve, on the placeholder kinds.
+    let sub = |name: &str, kind: &str, api_version: &str| Subresource {
+        name: name.into(),
+        kind: kind.into(),
+        api_version: api_version.into(),
+        verbs: ["get", "patch", "update"].map(String::from).to_vec(),
+    };
+    let with = |mut rt: ResourceType, subs: &[(&str, &str, &str)]| {
+        rt.subresources = subs.iter().map(|(n, k, a)| sub(n, k, a)).collect();
+        rt
+    };
+    let scale = ("scale", "Scale", "autoscaling/v1");
     vec![
-        t("", "Namespace", "namespaces", false, &["ns"]),
+        with(
+            t("", "Namespace", "namespaces", false, &["ns"]),
+            &[("status", "Namespace", "v1")],
+        ),
+        with(
+            t("", "Pod", "pods", true, &["po"]),
+            &[("status", "Pod", "v1")],
+        ),
+        with(
+            t("", "Node", "nodes", false, &["no"]),
+            &[("status", "Node", "v1")],
+        ),
+        t("", "Event", "events", true, &["ev"]),
+        with(
+            t("apps", "Deployment", "deployments", true, &["deploy"]),
+            &[("status", "Deployment", "apps/v1"), scale],
+        ),
+        with(
+            t("apps", "ReplicaSet", "replicasets", true, &["rs"]),
+            &[("status", "ReplicaSet", "apps/v1"), scale],
+        ),
+        with(
+            t("apps", "StatefulSet", "statefulsets", true, &["sts"]),
+            &[("status", "StatefulSet", "apps/v1"), scale],
+        ),
         t("", "ConfigMap", "configmaps", true, &["cm"]),
         t("", "Secret", "secrets", true, &[]),
-        t("", "Pod", "pods", true, &["po"]),
         t("", "Service", "services", true, &["svc"]),
-        t("", "Node", "nodes", false, &["no"]),
-        t("apps", "Deployment", "deployments", true, &["deploy"]),
     ]
 }

@@ -1,0 +1,256 @@
+//! `watch=true`: a streaming body of newline-delimited watch events, each
+//! flushed as it happens (chunked over HTTP/1.1, DATA frames over HTTP/2).
+//!
+//! A watcher reads the cluster's broadcast of writes in its own task: writers
+//! never wait for it. If it falls behind the broadcast buffer it catches up from
+//! the store's history; if the history no longer reaches back that far, its
+//! stream ends with an `ERROR` event carrying a 410 `Expired` Status, so no
+//! event is ever silently missed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::HttpResponse;
+use bytes::Bytes;
+use futures_util::stream;
+use kemu_shared::SharedClock;
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::api::selectors::{FieldSelector, LabelSelector};
+use crate::api::table::{self, IncludeObject};
+use crate::error::ApiError;
+use crate::resources::ResourceType;
+use crate::store::{Event, EventKind, Store, WatchFrom};
+
+/// How often a watch that allows bookmarks gets one, as kube-apiserver does.
+const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
+
+/// Which objects a list or watch covers.
+#[derive(Debug, Clone)]
+pub struct Filter {
+    /// Only this namespace (all when `None`).
+    pub namespace: Option<String>,
+    /// The label selector.
+    pub labels: LabelSelector,
+    /// The field selector.
+    pub fields: FieldSelector,
+}
+
+impl Filter {
+    /// Whether `object` is covered.
+    pub fn matches(&self, object: &Value) -> bool {
+        self.namespace
+            .as_deref()
+            .is_none_or(|ns| object["metadata"]["namespace"].as_str() == Some(ns))
+            && self.labels.matches(object)
+            && self.fields.matches(object)
+    }
+}
+
+/// What a watch request asked for.
+#[derive(Debug, Clone)]
+pub struct WatchRequest {
+    /// The resource type watched.
+    pub rt: Arc<ResourceType>,
+    /// Its group-resource store key.
+    pub resource: String,
+    /// Which objects.
+    pub filter: Filter,
+    /// Where to start.
+    pub from: WatchFrom,
+    /// Send the current state first (as `ADDED`), ending with a bookmark
+    /// annotated `k8s.io/initial-events-end` when `send_initial_events`.
+    pub initial_events: bool,
+    /// `sendInitialEvents=true`: end the initial state with a bookmark.
+    pub send_initial_events: bool,
+    /// `allowWatchBookmarks`.
+    pub bookmarks: bool,
+    /// `timeoutSeconds`.
+    pub timeout: Option<Duration>,
+    /// Render objects as Tables.
+    pub table: Option<IncludeObject>,
+}
+
+/// Starts the watch and answers with its streaming body.
+pub fn serve(store: Arc<dyn Store>, clock: SharedClock, req: WatchRequest) -> HttpResponse {
+    let (tx, rx) = mpsc::channel::<Bytes>(256);
+    actix_web::rt::spawn(run(store, clock, req, tx));
+    let body = stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), rx))
+    });
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .insert_header(("Cache-Control", "no-cache, private"))
+        .streaming(body)
+}
+
+struct Watcher {
+    req: WatchRequest,
+    clock: SharedClock,
+    tx: mpsc::Sender<Bytes>,
+    /// The newest cluster resourceVersion this watcher has seen (any resource).
+    seen: u64,
+}
+
+impl Watcher {
+    fn render(&self, object: &Value) -> Value {
+        match self.req.table {
+            Some(include) => table::render(
+                &self.req.rt,
+                std::slice::from_ref(object),
+                include,
+                json!({ "resourceVersion": object["metadata"]["resourceVersion"] }),
+                self.clock.now(),
+            ),
+            None => object.clone(),
+        }
+    }
+
+    /// Sends one event line; `false` once the client has gone.
+    async fn send(&self, kind: &str, object: Value) -> bool {
+        let mut line = match serde_json::to_vec(&json!({ "type": kind, "object": object })) {
+            Ok(line) => line,
+            Err(_) => return true,
+        };
+        line.push(b'\n');
+        self.tx.send(Bytes::from(line)).await.is_ok()
+    }
+
+    async fn bookmark(&self, initial_end: bool) -> bool {
+        let mut meta = json!({ "resourceVersion": self.seen.to_string() });
+        if initial_end {
+            meta["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+        }
+        let object = json!({
+            "kind": self.req.rt.kind,
+            "apiVersion": self.req.rt.api_version(),
+            "metadata": meta,
+        });
+        self.send("BOOKMARK", object).await
+    }
+
+    /// Delivers one write as the filter sees it: an object entering the
+    /// filter is `ADDED`, one leaving it `DELETED`, as upstream does.
+    async fn deliver(&mut self, event: &Event) -> bool {
+        if event.rv <= self.seen {
+            return true;
+        }
+        self.seen = event.rv;
+        if event.key.resource != self.req.resource {
+            return true;
+        }
+        let f = &self.req.filter;
+        let now = event.kind != EventKind::Deleted && f.matches(&event.object);
+        let before = match event.kind {
+            EventKind::Added => false,
+            EventKind::Deleted => f.matches(&event.object),
+            EventKind::Modified => event.prev.as_deref().is_some_and(|p| f.matches(p)),
+        };
+        let kind = match (before, now) {
+            (false, true) => "ADDED",
+            (true, true) => "MODIFIED",
+            (true, false) => "DELETED",
+            (false, false) => return true,
+        };
+        let object = self.render(&event.object);
+        self.send(kind, object).await
+    }
+
+    async fn expired(&self, err: &ApiError) {
+        let _ = self.send("ERROR", err.status()).await;
+    }
+}
+
+async fn run(
+    store: Arc<dyn Store>,
+    clock: SharedClock,
+    req: WatchRequest,
+    tx: mpsc::Sender<Bytes>,
+) {
+    let from = if req.initial_events {
+        WatchFrom::Now
+    } else {
+        req.from
+    };
+    let mut w = Watcher {
+        seen: match from {
+            WatchFrom::After(rv) => rv,
+            WatchFrom::Now => 0,
+        },
+        req,
+        clock: clock.clone(),
+        tx,
+    };
+    let sub = match store.watch(&w.req.resource, from) {
+        Ok(sub) => sub,
+        Err(err) => return w.expired(&err).await,
+    };
+    let mut live = sub.live;
+    if let Some(initial) = sub.initial {
+        w.seen = initial.rv;
+        if w.req.initial_events {
+            let ns = w.req.filter.namespace.clone();
+            for (_, object) in initial.iter(ns.as_deref(), None) {
+                if w.req.filter.matches(object) {
+                    let object = w.render(object);
+                    if !w.send("ADDED", object).await {
+                        return;
+                    }
+                }
+            }
+        }
+        if w.req.send_initial_events && !w.bookmark(true).await {
+            return;
+        }
+    }
+    for event in &sub.backlog {
+        if !w.deliver(event).await {
+            return;
+        }
+    }
+    let timeout = w.req.timeout.map(|t| clock.sleep(t));
+    let mut timeout = std::pin::pin!(async move {
+        match timeout {
+            Some(t) => t.await,
+            None => std::future::pending().await,
+        }
+    });
+    let mut tick = clock.sleep(BOOKMARK_EVERY);
+    loop {
+        tokio::select! {
+            _ = &mut timeout => return,
+            _ = &mut tick, if w.req.bookmarks => {
+                tick = clock.sleep(BOOKMARK_EVERY);
+                if !w.bookmark(false).await {
+                    return;
+                }
+            }
+            _ = w.tx.closed() => return,
+            received = live.recv() => match received {
+                Ok(event) => {
+                    if !w.deliver(&event).await {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::debug!(missed, seen = w.seen, "watcher fell behind; catching up from history");
+                    match store.watch(&w.req.resource, WatchFrom::After(w.seen)) {
+                        Ok(sub) => {
+                            live = sub.live;
+                            for event in &sub.backlog {
+                                if !w.deliver(event).await {
+                                    return;
+                                }
+                            }
+                        }
+                        Err(err) => return w.expired(&err).await,
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+        }
+    }
+}
