@@ -1,33 +1,359 @@
 //! Discovery: `/api`, `/apis`, `/api/v1`, `/apis/{group}`, `/apis/{group}/{version}`,
-//! legacy and aggregated (`apidiscovery.k8s.io/v2`, chosen by Accept).
-//!
-//! PLACEHOLDER: every handler answers 404 until discovery is built.
+//! legacy and aggregated (`apidiscovery.k8s.io/v2` and `v2beta1`, chosen by
+//! the Accept header and answered with the matching Content-Type), all built
+//! from the engine's resource registry.
 
-use actix_web::HttpResponse;
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde_json::{Value, json};
 
+use crate::engine::Engine;
 use crate::error::ApiError;
+use crate::resources::{ApiGroup, ResourceRegistry, ResourceType};
 
-/// `GET /api`.
-pub async fn core_versions() -> Result<HttpResponse, ApiError> {
-    Err(ApiError::NotFound)
+/// An aggregated discovery version a client may ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aggregated {
+    /// `apidiscovery.k8s.io/v2`.
+    V2,
+    /// `apidiscovery.k8s.io/v2beta1`.
+    V2Beta1,
 }
 
-/// `GET /apis`.
-pub async fn groups() -> Result<HttpResponse, ApiError> {
-    Err(ApiError::NotFound)
+impl Aggregated {
+    fn version(self) -> &'static str {
+        match self {
+            Aggregated::V2 => "v2",
+            Aggregated::V2Beta1 => "v2beta1",
+        }
+    }
+
+    /// The Content-Type answering it.
+    pub fn content_type(self) -> String {
+        format!(
+            "application/json;g=apidiscovery.k8s.io;v={};as=APIGroupDiscoveryList",
+            self.version()
+        )
+    }
+}
+
+/// The first aggregated discovery format the Accept header lists, if any
+/// (clients list them in order of preference, legacy JSON last).
+pub fn negotiate(accept: &str) -> Option<Aggregated> {
+    accept.split(',').find_map(|part| {
+        let params: Vec<&str> = part.split(';').map(str::trim).collect();
+        let wants = |p: &str| params.contains(&p);
+        if !(wants("g=apidiscovery.k8s.io") && wants("as=APIGroupDiscoveryList")) {
+            return None;
+        }
+        if wants("v=v2") {
+            Some(Aggregated::V2)
+        } else if wants("v=v2beta1") {
+            Some(Aggregated::V2Beta1)
+        } else {
+            None
+        }
+    })
+}
+
+fn accept(req: &HttpRequest) -> &str {
+    req.headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+/// `GET /api`: `APIVersions`, or the core group as an `APIGroupDiscoveryList`.
+pub async fn core_versions(
+    req: HttpRequest,
+    engine: web::Data<Engine>,
+) -> Result<HttpResponse, ApiError> {
+    let reg = engine.resources();
+    let core: Vec<ApiGroup> = reg
+        .groups()
+        .into_iter()
+        .filter(|g| g.name.is_empty())
+        .collect();
+    if let Some(agg) = negotiate(accept(&req)) {
+        return Ok(aggregated_response(agg, reg, &core));
+    }
+    let host = req.connection_info().host().to_owned();
+    Ok(HttpResponse::Ok().json(json!({
+        "kind": "APIVersions",
+        "versions": core.iter().flat_map(|g| g.versions.clone()).collect::<Vec<_>>(),
+        "serverAddressByClientCIDRs": [{ "clientCIDR": "0.0.0.0/0", "serverAddress": host }],
+    })))
+}
+
+/// `GET /apis`: `APIGroupList`, or every named group as an `APIGroupDiscoveryList`.
+pub async fn groups(req: HttpRequest, engine: web::Data<Engine>) -> Result<HttpResponse, ApiError> {
+    let reg = engine.resources();
+    let named: Vec<ApiGroup> = reg
+        .groups()
+        .into_iter()
+        .filter(|g| !g.name.is_empty())
+        .collect();
+    if let Some(agg) = negotiate(accept(&req)) {
+        return Ok(aggregated_response(agg, reg, &named));
+    }
+    Ok(HttpResponse::Ok().json(json!({
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": named.iter().map(api_group).collect::<Vec<_>>(),
+    })))
 }
 
 /// `GET /api/v1`.
-pub async fn core_resources() -> Result<HttpResponse, ApiError> {
-    Err(ApiError::NotFound)
+pub async fn core_resources(engine: web::Data<Engine>) -> Result<HttpResponse, ApiError> {
+    resource_list(engine.resources(), "", "v1")
 }
 
 /// `GET /apis/{group}`.
-pub async fn group() -> Result<HttpResponse, ApiError> {
-    Err(ApiError::NotFound)
+pub async fn group(
+    engine: web::Data<Engine>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let group = engine
+        .resources()
+        .group(&path)
+        .filter(|g| !g.name.is_empty())
+        .ok_or(ApiError::NotFound)?;
+    Ok(HttpResponse::Ok().json(api_group(&group)))
 }
 
 /// `GET /apis/{group}/{version}`.
-pub async fn group_resources() -> Result<HttpResponse, ApiError> {
-    Err(ApiError::NotFound)
+pub async fn group_resources(
+    engine: web::Data<Engine>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (group, version) = path.into_inner();
+    if group.is_empty() {
+        return Err(ApiError::NotFound);
+    }
+    resource_list(engine.resources(), &group, &version)
+}
+
+fn group_version(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    }
+}
+
+/// An `APIGroup`.
+pub fn api_group(g: &ApiGroup) -> Value {
+    let gv = |v: &str| json!({ "groupVersion": group_version(&g.name, v), "version": v });
+    json!({
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": g.name,
+        "versions": g.versions.iter().map(|v| gv(v)).collect::<Vec<_>>(),
+        "preferredVersion": gv(g.preferred()),
+    })
+}
+
+fn resource_list(
+    reg: &ResourceRegistry,
+    group: &str,
+    version: &str,
+) -> Result<HttpResponse, ApiError> {
+    let body = api_resource_list(reg, group, version).ok_or(ApiError::NotFound)?;
+    Ok(HttpResponse::Ok().json(body))
+}
+
+/// The `APIResourceList` of one group-version, subresources included
+/// (`deployments/scale`), or `None` if it is not served.
+pub fn api_resource_list(reg: &ResourceRegistry, group: &str, version: &str) -> Option<Value> {
+    let mut resources = Vec::new();
+    for t in reg.in_group_version(group, version) {
+        let mut r = json!({
+            "name": t.plural,
+            "singularName": t.singular,
+            "namespaced": t.namespaced,
+            "kind": t.kind,
+            "verbs": t.verbs,
+        });
+        if !t.short_names.is_empty() {
+            r["shortNames"] = json!(t.short_names);
+        }
+        if !t.categories.is_empty() {
+            r["categories"] = json!(t.categories);
+        }
+        resources.push(r);
+        for s in &t.subresources {
+            let mut r = json!({
+                "name": format!("{}/{}", t.plural, s.name),
+                "singularName": "",
+                "namespaced": t.namespaced,
+                "kind": s.kind,
+                "verbs": s.verbs,
+            });
+            if s.api_version != t.api_version() {
+                let (g, v) = s
+                    .api_version
+                    .split_once('/')
+                    .unwrap_or(("", &s.api_version));
+                r["group"] = json!(g);
+                r["version"] = json!(v);
+            }
+            resources.push(r);
+        }
+    }
+    if resources.is_empty() {
+        return None;
+    }
+    Some(json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version(group, version),
+        "resources": resources,
+    }))
+}
+
+fn aggregated_response(
+    agg: Aggregated,
+    reg: &ResourceRegistry,
+    groups: &[ApiGroup],
+) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(agg.content_type())
+        .json(aggregated(agg, reg, groups))
+}
+
+/// An `APIGroupDiscoveryList` of `groups`.
+pub fn aggregated(agg: Aggregated, reg: &ResourceRegistry, groups: &[ApiGroup]) -> Value {
+    let items: Vec<Value> = groups
+        .iter()
+        .map(|g| {
+            let versions: Vec<Value> = g
+                .versions
+                .iter()
+                .map(|v| {
+                    let resources: Vec<Value> = reg
+                        .in_group_version(&g.name, v)
+                        .map(|t| discovery_resource(t))
+                        .collect();
+                    json!({ "version": v, "resources": resources, "freshness": "Current" })
+                })
+                .collect();
+            let metadata = if g.name.is_empty() {
+                json!({ "creationTimestamp": null })
+            } else {
+                json!({ "name": g.name, "creationTimestamp": null })
+            };
+            json!({ "metadata": metadata, "versions": versions })
+        })
+        .collect();
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": format!("apidiscovery.k8s.io/{}", agg.version()),
+        "metadata": {},
+        "items": items,
+    })
+}
+
+fn discovery_resource(t: &ResourceType) -> Value {
+    let mut r = json!({
+        "resource": t.plural,
+        "responseKind": { "group": t.group, "version": t.version, "kind": t.kind },
+        "scope": if t.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": t.singular,
+        "verbs": t.verbs,
+    });
+    if !t.short_names.is_empty() {
+        r["shortNames"] = json!(t.short_names);
+    }
+    if !t.categories.is_empty() {
+        r["categories"] = json!(t.categories);
+    }
+    if !t.subresources.is_empty() {
+        r["subresources"] = t
+            .subresources
+            .iter()
+            .map(|s| {
+                let (g, v) = s
+                    .api_version
+                    .split_once('/')
+                    .unwrap_or(("", &s.api_version));
+                json!({
+                    "subresource": s.name,
+                    "responseKind": { "group": g, "version": v, "kind": s.kind },
+                    "verbs": s.verbs,
+                })
+            })
+            .collect();
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KUBECTL_ACCEPT: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+
+    #[test]
+    fn accept_header_chooses_the_format() {
+        assert_eq!(negotiate(KUBECTL_ACCEPT), Some(Aggregated::V2));
+        assert_eq!(
+            negotiate("application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"),
+            Some(Aggregated::V2Beta1)
+        );
+        assert_eq!(negotiate("application/json, */*"), None);
+        assert_eq!(
+            Aggregated::V2.content_type(),
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        );
+    }
+
+    #[test]
+    fn resource_lists_carry_subresources() {
+        let reg = ResourceRegistry::builtin();
+        let list = api_resource_list(&reg, "apps", "v1").unwrap();
+        let scale = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "deployments/scale")
+            .unwrap();
+        assert_eq!(scale["group"], "autoscaling");
+        assert_eq!(scale["kind"], "Scale");
+        assert!(api_resource_list(&reg, "apps", "v1beta9").is_none());
+    }
+
+    #[test]
+    fn aggregated_lists_every_group() {
+        let reg = ResourceRegistry::builtin();
+        let named: Vec<ApiGroup> = reg
+            .groups()
+            .into_iter()
+            .filter(|g| !g.name.is_empty())
+            .collect();
+        let doc = aggregated(Aggregated::V2, &reg, &named);
+        let apps = doc["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["metadata"]["name"] == "apps")
+            .unwrap();
+        let deploy = apps["versions"][0]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resource"] == "deployments")
+            .unwrap();
+        assert_eq!(deploy["shortNames"][0], "deploy");
+        assert_eq!(deploy["scope"], "Namespaced");
+        let autoscaling = doc["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["metadata"]["name"] == "autoscaling")
+            .unwrap();
+        assert_eq!(
+            autoscaling["versions"][0]["version"], "v2",
+            "preferred first"
+        );
+    }
 }

@@ -1,13 +1,15 @@
 //! The resource registry: every resource type a cluster serves, with what
 //! discovery, OpenAPI, Table output and the generic handlers need to know.
 //!
-//! The built-in list here is a PLACEHOLDER of a few kinds, so the generic
-//! handlers can be built against the interface; it is to be replaced by the
-//! full list of the served minor, derived from the typed models and upstream
-//! schemas (not typed by hand kind by kind).
+//! The built-ins of the served minor come from `fixtures/k8s/resources.json`,
+//! which `scripts/gen-k8s-schema.py` generates from upstream's published
+//! models (group, version, kind, plural, scope, verbs and subresources of every
+//! GA resource); it is parsed once, on first use.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+mod builtin;
 
 /// A subresource of a resource type (`status`, `scale`, `log`, …).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +50,9 @@ pub struct ResourceType {
     pub verbs: Vec<String>,
     /// Subresources.
     pub subresources: Vec<Subresource>,
+    /// Name of its OpenAPI definition, e.g. `io.k8s.api.apps.v1.Deployment`
+    /// (empty for types without one, such as custom resources for now).
+    pub definition: String,
 }
 
 impl ResourceType {
@@ -80,9 +85,11 @@ impl ResourceRegistry {
         Self { types, by_gvr }
     }
 
-    /// The built-in types of the served minor.
+    /// The built-in types of the served minor (parsed once; cloning shares
+    /// the types).
     pub fn builtin() -> Self {
-        Self::new(placeholder_builtins())
+        static BUILTIN: OnceLock<ResourceRegistry> = OnceLock::new();
+        BUILTIN.get_or_init(|| Self::new(builtin::types())).clone()
     }
 
     /// Every type, in a stable order.
@@ -97,6 +104,74 @@ impl ResourceRegistry {
             .map(|&i| self.types[i].clone())
     }
 
+    /// The subresource `name` of the type at `group`/`version`/`plural`.
+    pub fn subresource(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+        name: &str,
+    ) -> Option<(Arc<ResourceType>, Subresource)> {
+        let rt = self.lookup(group, version, plural)?;
+        let sub = rt.subresources.iter().find(|s| s.name == name)?.clone();
+        Some((rt, sub))
+    }
+
+    /// The API groups served, in discovery order (the core group, named `""`,
+    /// first), each with its versions, preferred version first.
+    pub fn groups(&self) -> Vec<ApiGroup> {
+        let mut groups: Vec<ApiGroup> = Vec::new();
+        for t in &self.types {
+            match groups.iter_mut().find(|g| g.name == t.group) {
+                Some(g) if g.versions.contains(&t.version) => {}
+                Some(g) => g.versions.push(t.version.clone()),
+                None => groups.push(ApiGroup {
+                    name: t.group.clone(),
+                    versions: vec![t.version.clone()],
+                }),
+            }
+        }
+        for g in &mut groups {
+            g.versions
+                .sort_by(|a, b| version_priority(b).cmp(&version_priority(a)));
+        }
+        groups
+    }
+
+    /// The group `name` with its versions, preferred first.
+    pub fn group(&self, name: &str) -> Option<ApiGroup> {
+        self.groups().into_iter().find(|g| g.name == name)
+    }
+
+    /// The types served in `group`/`version`, in discovery order.
+    pub fn in_group_version<'a>(
+        &'a self,
+        group: &'a str,
+        version: &'a str,
+    ) -> impl Iterator<Item = &'a Arc<ResourceType>> + 'a {
+        self.types
+            .iter()
+            .filter(move |t| t.group == group && t.version == version)
+    }
+
+    /// Resolves what a user typed (`deploy`, `deployments`, `deployment`,
+    /// `deployments.apps`) to the preferred version's type.
+    pub fn resolve(&self, name: &str) -> Option<Arc<ResourceType>> {
+        let (name, group) = name.split_once('.').unwrap_or((name, ""));
+        let name = name.to_ascii_lowercase();
+        self.groups()
+            .iter()
+            .filter(|g| group.is_empty() || g.name == group)
+            .flat_map(|g| {
+                g.versions
+                    .iter()
+                    .flat_map(|v| self.in_group_version(&g.name, v))
+                    .collect::<Vec<_>>()
+            })
+            .find(|t| t.plural == name || t.singular == name || t.short_names.contains(&name))
+            .cloned()
+    }
+
     /// The type of `kind` in `api_version` (`v1`, `apps/v1`).
     pub fn by_kind(&self, api_version: &str, kind: &str) -> Option<Arc<ResourceType>> {
         self.types
@@ -106,73 +181,41 @@ impl ResourceRegistry {
     }
 }
 
-fn placeholder_builtins() -> Vec<ResourceType> {
-    let verbs: Vec<String> = [
-        "create",
-        "delete",
-        "deletecollection",
-        "get",
-        "list",
-        "patch",
-        "update",
-        "watch",
-    ]
-    .map(String::from)
-    .to_vec();
-    let t =
-        |group: &str, kind: &str, plural: &str, namespaced: bool, short: &[&str]| ResourceType {
-            group: group.into(),
-            version: "v1".into(),
-            kind: kind.into(),
-            list_kind: format!("{kind}List"),
-            plural: plural.into(),
-            singular: kind.to_ascii_lowercase(),
-            namespaced,
-            short_names: short.iter().map(|s| s.to_string()).collect(),
-            categories: vec![],
-            verbs: verbs.clone(),
-            subresources: vec![],
-        };
-    // Subresources the generic handlers serve, on the placeholder kinds.
-    let sub = |name: &str, kind: &str, api_version: &str| Subresource {
-        name: name.into(),
-        kind: kind.into(),
-        api_version: api_version.into(),
-        verbs: ["get", "patch", "update"].map(String::from).to_vec(),
-    };
-    let with = |mut rt: ResourceType, subs: &[(&str, &str, &str)]| {
-        rt.subresources = subs.iter().map(|(n, k, a)| sub(n, k, a)).collect();
-        rt
-    };
-    let scale = ("scale", "Scale", "autoscaling/v1");
-    vec![
-        with(
-            t("", "Namespace", "namespaces", false, &["ns"]),
-            &[("status", "Namespace", "v1")],
-        ),
-        with(
-            t("", "Pod", "pods", true, &["po"]),
-            &[("status", "Pod", "v1")],
-        ),
-        with(
-            t("", "Node", "nodes", false, &["no"]),
-            &[("status", "Node", "v1")],
-        ),
-        t("", "Event", "events", true, &["ev"]),
-        with(
-            t("apps", "Deployment", "deployments", true, &["deploy"]),
-            &[("status", "Deployment", "apps/v1"), scale],
-        ),
-        with(
-            t("apps", "ReplicaSet", "replicasets", true, &["rs"]),
-            &[("status", "ReplicaSet", "apps/v1"), scale],
-        ),
-        with(
-            t("apps", "StatefulSet", "statefulsets", true, &["sts"]),
-            &[("status", "StatefulSet", "apps/v1"), scale],
-        ),
-        t("", "ConfigMap", "configmaps", true, &["cm"]),
-        t("", "Secret", "secrets", true, &[]),
-        t("", "Service", "services", true, &["svc"]),
-    ]
+/// One API group: its name (`""` for core) and versions, preferred first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiGroup {
+    /// Group name; empty for the core group.
+    pub name: String,
+    /// Versions served, the preferred one first.
+    pub versions: Vec<String>,
 }
+
+impl ApiGroup {
+    /// The preferred version (upstream: GA over beta over alpha, higher first).
+    pub fn preferred(&self) -> &str {
+        self.versions.first().map(String::as_str).unwrap_or("v1")
+    }
+}
+
+/// Upstream's version priority: `v2` > `v1` > `v1beta2` > `v1beta1` > `v1alpha1`.
+pub fn version_priority(v: &str) -> (u8, u32, u32) {
+    let Some(rest) = v.strip_prefix('v') else {
+        return (0, 0, 0);
+    };
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let major = digits.parse().unwrap_or(0);
+    let tail = &rest[digits.len()..];
+    let (stage, n) = if tail.is_empty() {
+        (3, 0)
+    } else if let Some(n) = tail.strip_prefix("beta") {
+        (2, n.parse().unwrap_or(0))
+    } else if let Some(n) = tail.strip_prefix("alpha") {
+        (1, n.parse().unwrap_or(0))
+    } else {
+        (0, 0)
+    };
+    (stage, major, n)
+}
+
+#[cfg(test)]
+mod tests;
