@@ -64,7 +64,10 @@ fn api_resources_come_from_two_aggregated_discovery_requests() {
         );
     }
     // Aggregated discovery: /api and /apis only, never one request per group-version.
-    let gets: Vec<&str> = log.lines().filter(|l| l.contains(" GET https://")).collect();
+    let gets: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(" GET https://"))
+        .collect();
     assert!(gets.iter().any(|l| l.contains("/api?")), "{log}");
     assert!(gets.iter().any(|l| l.contains("/apis?")), "{log}");
     assert!(
@@ -73,12 +76,28 @@ fn api_resources_come_from_two_aggregated_discovery_requests() {
     );
 
     let versions = c.ok(&["api-versions"]);
-    for gv in ["v1", "apps/v1", "autoscaling/v2", "autoscaling/v1", "batch/v1", "resource.k8s.io/v1"] {
-        assert!(versions.lines().any(|l| l == gv), "{gv} missing: {versions}");
+    for gv in [
+        "v1",
+        "apps/v1",
+        "autoscaling/v2",
+        "autoscaling/v1",
+        "batch/v1",
+        "resource.k8s.io/v1",
+    ] {
+        assert!(
+            versions.lines().any(|l| l == gv),
+            "{gv} missing: {versions}"
+        );
     }
     // Categories: `get all` expands through discovery's `all` category.
     let all = c.ok(&["api-resources", "--categories=all", "-o", "name"]);
-    for r in ["pods", "services", "deployments.apps", "cronjobs.batch", "jobs.batch"] {
+    for r in [
+        "pods",
+        "services",
+        "deployments.apps",
+        "cronjobs.batch",
+        "jobs.batch",
+    ] {
         assert!(all.lines().any(|l| l == r), "{r} not in all: {all}");
     }
 }
@@ -104,7 +123,10 @@ fn legacy_discovery_documents_are_well_formed() {
             assert_eq!(list["kind"], "APIResourceList");
             assert_eq!(list["groupVersion"], gv);
             for r in list["resources"].as_array().unwrap() {
-                assert!(r["name"].is_string() && r["kind"].is_string() && r["verbs"].is_array(), "{r}");
+                assert!(
+                    r["name"].is_string() && r["kind"].is_string() && r["verbs"].is_array(),
+                    "{r}"
+                );
                 assert!(r["namespaced"].is_boolean(), "{r}");
             }
         }
@@ -116,12 +138,27 @@ fn legacy_discovery_documents_are_well_formed() {
         .iter()
         .filter_map(|r| r["name"].as_str())
         .collect();
-    for n in ["pods", "pods/log", "pods/exec", "pods/eviction", "serviceaccounts/token", "nodes/proxy", "services/proxy", "namespaces"] {
+    for n in [
+        "pods",
+        "pods/log",
+        "pods/exec",
+        "pods/eviction",
+        "serviceaccounts/token",
+        "nodes/proxy",
+        "services/proxy",
+        "namespaces",
+    ] {
         assert!(names.contains(&n), "{n}: {names:?}");
     }
-    let out = c.sandbox.kubectl(&c.kubeconfig, &["get", "--raw", "/apis/nosuch.k8s.io/v1"]);
+    let out = c
+        .sandbox
+        .kubectl(&c.kubeconfig, &["get", "--raw", "/apis/nosuch.k8s.io/v1"]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("NotFound"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("NotFound"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]
@@ -153,7 +190,10 @@ fn openapi_documents_validate_and_explain_works() {
     assert!(explain.contains("FIELD: replicas <integer>"), "{explain}");
     assert!(explain.contains("Number of desired pods"), "{explain}");
     let explain = c.ok(&["explain", "pods.spec.containers"]);
-    assert!(explain.contains("FIELD: containers <[]Container>"), "{explain}");
+    assert!(
+        explain.contains("FIELD: containers <[]Container>"),
+        "{explain}"
+    );
     let explain = c.ok(&["explain", "hpa"]);
     assert!(explain.contains("VERSION:    v2"), "{explain}");
 }
