@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{Sandbox, eks_spec, write_kubeconfig};
 use kemu::Kemu;
-use kemu::shared::{FakeClock, NodePool};
+use kemu::shared::{Clock, FakeClock, NodePool};
 
 #[test]
 fn python_client_crud_pagination_watch_resume_410_409() {

@@ -4,6 +4,7 @@ lists, a watch resumed after its connection drops, 410 and 409 handling.
 Run by tests/engine_python.rs with KUBECONFIG pointing at the cluster. Exits
 non-zero (an AssertionError) on the first failed check."""
 
+import json
 import sys
 
 from kubernetes import client, config, watch
@@ -31,6 +32,10 @@ def expect_status(code, fn, *args, **kwargs):
     raise AssertionError(f"expected HTTP {code}")
 
 
+def message(e):
+    return json.loads(e.body)["message"]
+
+
 # CRUD
 created = v1.create_namespaced_config_map(NS, cm("one", {"app": "py"}))
 assert created.metadata.uid and created.metadata.resource_version
@@ -42,14 +47,14 @@ assert int(replaced.metadata.resource_version) > int(created.metadata.resource_v
 patched = v1.patch_namespaced_config_map("one", NS, {"metadata": {"labels": {"extra": "1"}}})
 assert patched.metadata.labels == {"app": "py", "extra": "1"}, patched.metadata.labels
 e = expect_status(404, v1.read_namespaced_config_map, "nope", NS)
-assert "configmaps \"nope\" not found" in e.body
+assert message(e) == 'configmaps "nope" not found', e.body
 expect_status(409, v1.create_namespaced_config_map, NS, cm("one"))
 
 # 409 on a stale update: `got` still carries the resourceVersion before the replace.
 stale = got
 stale.data["k"] = "stale"
 e = expect_status(409, v1.replace_namespaced_config_map, "one", NS, stale)
-assert "the object has been modified" in e.body, e.body
+assert "the object has been modified" in message(e), e.body
 assert v1.read_namespaced_config_map("one", NS).data["k"] == "w"
 
 # Deployments through apps/v1, with the scale subresource.

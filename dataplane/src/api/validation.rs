@@ -70,8 +70,8 @@ pub fn check_name(rt: &ResourceType, name: &str) -> Result<(), ApiError> {
     }
 }
 
-/// Checks the body's `apiVersion` and `kind` name `rt` (filling them if absent
-/// from a body that is otherwise an object) and that it is a JSON object.
+/// Checks the body is an object whose `apiVersion` and `kind` name `rt`,
+/// filling them in when absent.
 pub fn check_type_meta(
     rt: &ResourceType,
     body: &mut Value,
@@ -80,15 +80,15 @@ pub fn check_type_meta(
 ) -> Result<(), ApiError> {
     let Some(map) = body.as_object_mut() else {
         return Err(ApiError::BadRequest(format!(
-            "Object 'Kind' is missing in '{body}'"
+            "Object 'Kind' is missing in '{}'",
+            body.to_string().chars().take(200).collect::<String>()
         )));
     };
+    // As upstream's decoder: type meta absent from the body defaults to the
+    // URL's; present, it must agree.
     match map.get("kind").and_then(Value::as_str) {
         None | Some("") => {
-            return Err(ApiError::BadRequest(format!(
-                "Object 'Kind' is missing in '{}'",
-                truncate(&Value::Object(map.clone()).to_string())
-            )));
+            map.insert("kind".into(), Value::String(expect_kind.to_owned()));
         }
         Some(kind) if kind != expect_kind => {
             return Err(ApiError::BadRequest(format!(
@@ -98,18 +98,15 @@ pub fn check_type_meta(
         _ => {}
     }
     match map.get("apiVersion").and_then(Value::as_str) {
-        Some(api) if api == expect_api => {}
-        Some(api) => {
+        None | Some("") => {
+            map.insert("apiVersion".into(), Value::String(expect_api.to_owned()));
+        }
+        Some(api) if api != expect_api => {
             return Err(ApiError::BadRequest(format!(
                 "the API version in the data ({api}) does not match the expected API version ({expect_api})"
             )));
         }
-        None => {
-            return Err(ApiError::BadRequest(format!(
-                "Object 'apiVersion' is missing in '{}'",
-                truncate(&Value::Object(map.clone()).to_string())
-            )));
-        }
+        _ => {}
     }
     if !map.get("metadata").is_none_or(Value::is_object) {
         return Err(invalid(
@@ -121,10 +118,6 @@ pub fn check_type_meta(
         ));
     }
     Ok(())
-}
-
-fn truncate(s: &str) -> String {
-    s.chars().take(200).collect()
 }
 
 /// Checks the body's namespace agrees with the URL's.
