@@ -182,12 +182,19 @@ pub fn decode_object(content_type: &str, body: &[u8]) -> Result<Value, ApiError>
         return protobuf::decode(body);
     }
     let media = content_type.split(';').next().unwrap_or_default().trim();
-    if !matches!(media, "" | "application/json" | "application/yaml" | "*/*") {
-        return Err(ApiError::UnsupportedMediaType(
+    match media {
+        "" | "application/json" | "*/*" => decode_json(body),
+        "application/yaml" => decode_yaml(body),
+        _ => Err(ApiError::UnsupportedMediaType(
             "application/json, application/yaml, application/vnd.kubernetes.protobuf".into(),
-        ));
+        )),
     }
-    decode_json(body)
+}
+
+/// Parses a YAML body (JSON is YAML too).
+pub fn decode_yaml(body: &[u8]) -> Result<Value, ApiError> {
+    serde_norway::from_slice(body)
+        .map_err(|e| ApiError::BadRequest(format!("error converting YAML to JSON: {e}")))
 }
 
 /// Parses a JSON body, worded as upstream's decoder.

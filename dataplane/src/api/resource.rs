@@ -468,7 +468,10 @@ impl Handler<'_> {
 
     fn patch(&self, kind: PatchType, body: &[u8]) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
-        let patch = request::decode_json(body)?;
+        let patch = match kind {
+            PatchType::Apply => request::decode_yaml(body)?,
+            _ => request::decode_json(body)?,
+        };
         let status_sub = has_sub(self.rt(), "status");
         let create = (kind == PatchType::Apply).then_some(&patch);
         let (code, object) = self.modify(&key, create, |current| {
