@@ -359,3 +359,34 @@ fn node_pools_are_nodes() {
         0
     );
 }
+
+#[test]
+fn server_side_apply_and_server_dry_run() {
+    let c = Cluster::new();
+    let v1 = c.file("v1.yaml", DEPLOY_V1);
+    let out = c.ok(&["apply", "--server-side", "-f", &v1]);
+    assert!(out.contains("serverside-applied"), "{out}");
+    assert_eq!(c.json(&["get", "deploy", "web"])["spec"]["replicas"], 1);
+    let v2 = c.file("v2.yaml", DEPLOY_V2);
+    let out = c.ok(&["apply", "--server-side", "-f", &v2]);
+    assert!(out.contains("serverside-applied"), "{out}");
+    let d = c.json(&["get", "deploy", "web"]);
+    assert_eq!(d["spec"]["replicas"], 3);
+    let rv = d["metadata"]["resourceVersion"].clone();
+
+    // A server dry run answers without storing anything.
+    let out = c.ok(&["scale", "deploy", "web", "--replicas=7", "--dry-run=server"]);
+    assert!(out.contains("server dry run"), "{out}");
+    let cm = c.file(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dry\n",
+    );
+    let out = c.ok(&["create", "-f", &cm, "--dry-run=server"]);
+    assert!(out.contains("created (server dry run)"), "{out}");
+    let out = c.ok(&["delete", "deploy", "web", "--dry-run=server"]);
+    assert!(out.contains("deleted (server dry run)"), "{out}");
+    let d = c.json(&["get", "deploy", "web"]);
+    assert_eq!(d["spec"]["replicas"], 3);
+    assert_eq!(d["metadata"]["resourceVersion"], rv);
+    assert!(!c.run(&["get", "cm", "dry"]).status.success());
+}

@@ -20,7 +20,7 @@ use crate::api::watch::{self, Filter, WatchRequest};
 use crate::engine::{ClusterContext, Engine};
 use crate::error::ApiError;
 use crate::resources::ResourceType;
-use crate::store::{ObjectKey, Preconditions, Snapshot, Store, WatchFrom};
+use crate::store::{DryRun, ObjectKey, Preconditions, Snapshot, Store, WatchFrom};
 
 /// One variant per operation the generic handler serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,10 +116,19 @@ pub async fn dispatch(
     let version = req.match_info().get("version").unwrap_or("v1");
     let path = req.match_info().get("path").unwrap_or_default();
     let scope = request::parse_path(engine.resources(), group, version, path)?;
-    let store = engine
+    let mut store = engine
         .store(&cluster.id)
         .ok_or_else(|| ApiError::ClusterGone(cluster.id.clone()))?;
     let params = Params::parse(req.query_string())?;
+    match params.get("dryRun") {
+        None => {}
+        Some("All") => store = Arc::new(DryRun(store)),
+        Some(other) => {
+            return Err(ApiError::BadRequest(format!(
+                "dryRun: Unsupported value: \"{other}\": supported values: \"All\""
+            )));
+        }
+    }
     let op = route(&req, &scope, &params)?;
     let output = request::negotiate(&req, &params)?;
     let h = Handler {
@@ -509,17 +518,27 @@ impl Handler<'_> {
     fn delete(&self, body: &[u8]) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
         let mut pre = Preconditions::default();
+        let mut dry_run = self.params.get("dryRun").is_some();
         if !body.iter().all(u8::is_ascii_whitespace) {
             let opts = request::decode_json(body)?;
             let p = &opts["preconditions"];
             pre.uid = p["uid"].as_str().map(str::to_owned);
             pre.resource_version = p["resourceVersion"].as_str().map(str::to_owned);
+            // kubectl puts dryRun in the DeleteOptions body.
+            dry_run |= opts["dryRun"]
+                .as_array()
+                .is_some_and(|d| d.iter().any(|v| v == "All"));
         }
-        let object = self.store.delete(&key, &pre).map_err(|e| match e {
+        let store: Arc<dyn Store> = if dry_run {
+            Arc::new(DryRun(self.store.clone()))
+        } else {
+            self.store.clone()
+        };
+        let object = store.delete(&key, &pre).map_err(|e| match e {
             ApiError::ObjectNotFound(_) => self.not_found(&key),
             e => e,
         })?;
-        if self.store.get(&key).is_some() {
+        if !dry_run && self.store.get(&key).is_some() {
             // Finalizers hold it: deletion is accepted, not done.
             return self.respond(StatusCode::ACCEPTED, &object);
         }

@@ -368,4 +368,42 @@ mod tests {
         assert_eq!(names, want, "what was delivered is a gap-free prefix");
         let _ = task.await;
     }
+
+    /// Bookmarks come every minute on the clock when allowed, and
+    /// `timeoutSeconds` ends the stream, both on the clock handed in.
+    #[tokio::test]
+    async fn bookmarks_and_timeout_follow_the_clock() {
+        let clock = FakeClock::at_epoch();
+        let store = Arc::new(MemoryStore::new(clock.clone(), StoreLimits::default()));
+        let mut req = request(WatchFrom::After(4));
+        req.bookmarks = true;
+        req.timeout = Some(Duration::from_secs(90));
+        let (tx, mut rx) = mpsc::channel(16);
+        let task = tokio::spawn(run(store.clone(), clock.clone(), req, tx));
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        write(&store, 1);
+        let added = lines_from(&mut rx, 1).await;
+        assert_eq!(added[0]["type"], "ADDED");
+        clock.advance(Duration::from_secs(61));
+        let bookmark = lines_from(&mut rx, 1).await;
+        assert_eq!(bookmark[0]["type"], "BOOKMARK");
+        assert_eq!(bookmark[0]["object"]["metadata"]["resourceVersion"], "5");
+        assert_eq!(bookmark[0]["object"]["kind"], "ConfigMap");
+        clock.advance(Duration::from_secs(30));
+        assert!(rx.recv().await.is_none(), "timeoutSeconds ends the stream");
+        task.await.expect("watch task");
+    }
+
+    async fn lines_from(rx: &mut mpsc::Receiver<Bytes>, n: usize) -> Vec<Value> {
+        let mut out = Vec::new();
+        while out.len() < n {
+            match rx.recv().await {
+                Some(b) => out.push(serde_json::from_slice(&b).expect("event json")),
+                None => break,
+            }
+        }
+        out
+    }
 }

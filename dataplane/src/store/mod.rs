@@ -15,9 +15,11 @@ use tokio::sync::broadcast;
 
 use crate::error::ApiError;
 
+mod dry_run;
 mod memory;
 
-pub use memory::{MemoryStore, StoreLimits};
+pub use dry_run::DryRun;
+pub use memory::{INITIAL_NAMESPACES, MemoryStore, StoreLimits};
 
 /// An object's stored value: shared, never mutated in place.
 pub type Object = Arc<Value>;
