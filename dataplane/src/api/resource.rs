@@ -91,6 +91,13 @@ fn route(req: &HttpRequest, scope: &Scope, params: &Params) -> Result<Operation,
         ("DELETE", false, _) => Operation::DeleteCollection,
         _ => return Err(ApiError::MethodNotAllowed),
     };
+    if scope.rt.namespaced
+        && scope.namespace.is_none()
+        && matches!(op, Operation::Create | Operation::DeleteCollection)
+    {
+        // Namespaced objects are created and collection-deleted inside a namespace.
+        return Err(ApiError::MethodNotAllowed);
+    }
     let allowed = match sub {
         None => scope.rt.verbs.iter().any(|v| v == op.verb()),
         Some(_) => true,
@@ -371,9 +378,6 @@ impl Handler<'_> {
     fn create(&self, mut body: Value) -> Result<HttpResponse, ApiError> {
         self.check_body(&mut body)?;
         let rt = self.rt();
-        if rt.namespaced && self.scope.namespace.is_none() {
-            return Err(ApiError::MethodNotAllowed);
-        }
         let name = match body["metadata"]["name"].as_str().filter(|n| !n.is_empty()) {
             Some(n) => n.to_owned(),
             None => match body["metadata"]["generateName"]
