@@ -155,8 +155,19 @@ impl Watcher {
             (true, false) => "DELETED",
             (false, false) => return true,
         };
-        let object = self.render(&event.object);
-        self.send(kind, object).await
+        if self.req.table.is_some() {
+            let object = self.render(&event.object);
+            return self.send(kind, object).await;
+        }
+        // The object's JSON is encoded once per write, shared by every watcher.
+        let encoded = event.object_json();
+        let mut line = Vec::with_capacity(encoded.len() + 32);
+        line.extend_from_slice(b"{\"type\":\"");
+        line.extend_from_slice(kind.as_bytes());
+        line.extend_from_slice(b"\",\"object\":");
+        line.extend_from_slice(encoded);
+        line.extend_from_slice(b"}\n");
+        self.tx.send(Bytes::from(line)).await.is_ok()
     }
 
     async fn expired(&self, err: &ApiError) {

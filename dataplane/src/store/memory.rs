@@ -189,6 +189,7 @@ impl MemoryStore {
             key: key.clone(),
             object: object.clone(),
             prev,
+            encoded: Default::default(),
         });
         let now = self.now();
         st.history.push_back((now, event.clone()));

@@ -85,6 +85,19 @@ pub struct Event {
     pub object: Object,
     /// The object before the write (None for an add).
     pub prev: Option<Object>,
+    /// `object` as JSON, encoded once for every watcher that sends it.
+    pub encoded: std::sync::OnceLock<bytes::Bytes>,
+}
+
+impl Event {
+    /// `object` as JSON bytes, encoded on first use and shared.
+    pub fn object_json(&self) -> &bytes::Bytes {
+        self.encoded.get_or_init(|| {
+            serde_json::to_vec(&*self.object)
+                .map(bytes::Bytes::from)
+                .unwrap_or_default()
+        })
+    }
 }
 
 /// Objects of one resource as of one resourceVersion, ordered by namespace and
