@@ -92,6 +92,9 @@ CATEGORIES = {
     "apiextensions.k8s.io/customresourcedefinitions": ["api-extensions"],
     "apiregistration.k8s.io/apiservices": ["api-extensions"],
 }
+# Storage that lists but cannot watch (upstream's REST storage has no Watcher);
+# the generated clients offer `watch` on every list.
+NO_WATCH = {"/componentstatuses"}
 # kube-apiserver's group priority (the order of /apis); others follow by name.
 GROUP_ORDER = [
     "", "apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io",
@@ -224,6 +227,8 @@ def resources(tmp, defs, pb_messages):
                 continue
             verbs = sorted({VERB[x] for x in it["verbs"] if x in VERB})
             key = f"{g}/{it['plural']}"
+            if key in NO_WATCH:
+                verbs.remove("watch")
             by_gvk[(g, v, k)] = {
                 "group": g, "version": v, "kind": k, "listKind": k + "List",
                 "plural": it["plural"], "singular": k.lower(),
@@ -357,10 +362,44 @@ def protobuf(defs):
                     entry += [kind, "repeated" if label == "repeated" else "",
                               resolve(fm.group("ty"), mod_parts) if kind == "message" else None]
                 prop = props.get(json_name, {})
-                keep_zero = json_name in required or "default" in prop.get("description", "").lower()
+                # Go's encoder writes every non-pointer scalar, zero or not,
+                # and omitempty drops the zeros; an explicit zero matters only
+                # for pointers with a non-zero server default ("Defaults to 1").
+                scalar = entry[2] in ("int32", "int64", "bool", "double", "float")
+                keep_zero = json_name in required or (
+                    scalar and re.search(r"[Dd]efaults? (?:to|is) (?:[1-9]|true)", prop.get("description", "")))
                 entry.append(1 if keep_zero else 0)
                 fields.append(entry)
             messages[full] = fields
+    # Go structs embedded with `json:",inline"` (Volume's VolumeSource,
+    # IngressRule's IngressRuleValue, Probe's ProbeHandler…) are a protobuf
+    # field but no JSON property: their fields sit in the parent. Mark them
+    # with an empty JSON name.
+    def flat_names(name, seen=()):
+        out = set()
+        for c in messages.get(name, []):
+            if c[1] == "" and c[4] not in seen:
+                out |= flat_names(c[4], seen + (name,))
+            else:
+                out.add(norm(c[1]))
+        return out
+
+    changed = True
+    while changed:  # embedded types may embed others (RuleWithOperations)
+        changed = False
+        for full, fields in messages.items():
+            props = defs_by_norm.get(full.lower(), {}).get("properties")
+            if not props:
+                continue
+            for f in fields:
+                if f[2] != "message" or f[1] == "" or f[1] in props or f[3] == "repeated":
+                    continue
+                # The embedded type often has no definition of its own:
+                # compare its protobuf field names, normalised, with the parent's.
+                child = flat_names(f[4] or "")
+                if child and child <= {norm(p) for p in props}:
+                    f[1] = ""
+                    changed = True
     return messages
 
 

@@ -75,6 +75,15 @@ fn api_resources_come_from_two_aggregated_discovery_requests() {
         "fell back to legacy discovery: {log}"
     );
 
+    // The answer names its format in Content-Type (kubectl reads it there).
+    let out = c.sandbox.kubectl(&c.kubeconfig, &["api-versions", "-v=8"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"),
+        "{}",
+        text(&out)
+    );
     let versions = c.ok(&["api-versions"]);
     for gv in [
         "v1",
@@ -194,6 +203,94 @@ fn openapi_documents_validate_and_explain_works() {
         explain.contains("FIELD: containers <[]Container>"),
         "{explain}"
     );
+    // Every served resource explains (each kind found by its GVK in its
+    // group-version's document).
+    for name in c.ok(&["api-resources", "-o", "name"]).lines() {
+        // explain reads dots as a field path: name the group with --api-version.
+        let explain = match name.split_once('.') {
+            None => c.ok(&["explain", name]),
+            Some((plural, group)) => {
+                let gv = c.raw(&format!("/apis/{group}"))["preferredVersion"]["groupVersion"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                c.ok(&["explain", plural, &format!("--api-version={gv}")])
+            }
+        };
+        assert!(explain.contains("KIND:"), "{name}: {explain}");
+    }
+    let explain = c.ok(&["explain", "svc.spec.ports.targetPort"]);
+    assert!(
+        explain.contains("FIELD: targetPort <IntOrString>"),
+        "{explain}"
+    );
     let explain = c.ok(&["explain", "hpa"]);
     assert!(explain.contains("VERSION:    v2"), "{explain}");
+}
+
+#[test]
+fn client_side_apply_downloads_the_group_version_document() {
+    let c = Cluster::new();
+    let manifest = c.sandbox.path("deploy.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: nginx\n        image: nginx\n",
+    )
+    .unwrap();
+    let file = manifest.to_str().unwrap();
+    let out = c.sandbox.kubectl(
+        &c.kubeconfig,
+        &["apply", "--dry-run=client", "-f", file, "-v=6"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("deployment.apps/web created (dry run)"),
+        "{}",
+        text(&out)
+    );
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.lines().any(|l| l.contains("GET https://")
+            && l.contains("/openapi/v3/apis/apps/v1?hash=")
+            && l.contains(" 200 OK")),
+        "{log}"
+    );
+}
+
+/// The older kubectl binaries the google-cloud-cli package installs beside
+/// kubectl (1.27 and 1.28 ask for aggregated discovery v2beta1).
+#[test]
+fn older_kubectl_versions_read_discovery_and_openapi() {
+    let c = Cluster::new();
+    let gcloud = std::fs::canonicalize(common::which("gcloud")).unwrap();
+    let bin = gcloud.parent().unwrap();
+    for minor in 27..=33 {
+        let kubectl = bin.join(format!("kubectl.1.{minor}"));
+        let tool = kubectl.to_str().unwrap();
+        let run = |args: &[&str]| {
+            let out = c
+                .sandbox
+                .command(tool)
+                .arg("--kubeconfig")
+                .arg(&c.kubeconfig)
+                .arg("--request-timeout=20s")
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "1.{minor} {args:?}: {}", text(&out));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let resources = run(&["api-resources"]);
+        assert!(
+            resources
+                .lines()
+                .any(|l| l.starts_with("deployments ") && l.contains("deploy")),
+            "1.{minor}: {resources}"
+        );
+        let explain = run(&["explain", "deployment.spec.replicas", "-v=6"]);
+        assert!(
+            explain.contains("replicas <integer>"),
+            "1.{minor}: {explain}"
+        );
+    }
 }

@@ -254,9 +254,18 @@ pub fn aggregated(agg: Aggregated, reg: &ResourceRegistry, groups: &[ApiGroup]) 
 }
 
 fn discovery_resource(t: &ResourceType) -> Value {
+    // Upstream leaves group and version empty when they are the resource's own.
+    let kind_in = |api_version: &str, kind: &str| {
+        if api_version == t.api_version() {
+            json!({ "group": "", "version": "", "kind": kind })
+        } else {
+            let (g, v) = api_version.split_once('/').unwrap_or(("", api_version));
+            json!({ "group": g, "version": v, "kind": kind })
+        }
+    };
     let mut r = json!({
         "resource": t.plural,
-        "responseKind": { "group": t.group, "version": t.version, "kind": t.kind },
+        "responseKind": kind_in(&t.api_version(), &t.kind),
         "scope": if t.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": t.singular,
         "verbs": t.verbs,
@@ -272,13 +281,9 @@ fn discovery_resource(t: &ResourceType) -> Value {
             .subresources
             .iter()
             .map(|s| {
-                let (g, v) = s
-                    .api_version
-                    .split_once('/')
-                    .unwrap_or(("", &s.api_version));
                 json!({
                     "subresource": s.name,
-                    "responseKind": { "group": g, "version": v, "kind": s.kind },
+                    "responseKind": kind_in(&s.api_version, &s.kind),
                     "verbs": s.verbs,
                 })
             })
@@ -344,6 +349,14 @@ mod tests {
             .find(|r| r["resource"] == "deployments")
             .unwrap();
         assert_eq!(deploy["shortNames"][0], "deploy");
+        assert_eq!(
+            deploy["responseKind"],
+            json!({ "group": "", "version": "", "kind": "Deployment" })
+        );
+        assert_eq!(
+            deploy["subresources"][0]["responseKind"],
+            json!({ "group": "autoscaling", "version": "v1", "kind": "Scale" })
+        );
         assert_eq!(deploy["scope"], "Namespaced");
         let autoscaling = doc["items"]
             .as_array()

@@ -21,11 +21,19 @@ use serde_json::{Map, Value, json};
 use crate::error::ApiError;
 use crate::resources::{ResourceRegistry, ResourceType};
 
+mod gnostic;
+
 /// The generated definitions, gzip-compressed JSON, compiled in.
 const DEFINITIONS_GZ: &[u8] = include_bytes!("../../../fixtures/k8s/definitions.json.gz");
 
-/// The media type kubectl asks `/openapi/v2` for first (gnostic protobuf).
+/// The media type kubectl asks `/openapi/v2` for (gnostic protobuf).
 const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2";
+/// The full media type kubectl asks for.
+const V2_PROTOBUF_MEDIA: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+/// The Content-Type of the protobuf answer: the media type's `@` is not a
+/// token character, so Go's mime parser (client-go) rejects it; upstream
+/// answers octet-stream.
+const V2_PROTOBUF_CONTENT_TYPE: &str = "application/octet-stream";
 
 /// The upstream OpenAPI v2 definitions of the served minor, by name.
 pub fn definitions() -> &'static Map<String, Value> {
@@ -40,52 +48,119 @@ pub fn definitions() -> &'static Map<String, Value> {
     })
 }
 
-/// Every OpenAPI document of one registry, serialized once.
+/// The schema `schema` refers to (`$ref: #/definitions/NAME`), or itself.
+/// Walking objects field by field (strategic merge patch, validation) goes
+/// `property` → `resolve` → `property`…; the patch extensions
+/// (`x-kubernetes-patch-merge-key`, `-strategy`, `x-kubernetes-list-type`)
+/// sit on the property, before resolving.
+pub fn resolve(schema: &'static Value) -> &'static Value {
+    schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/definitions/"))
+        .and_then(|name| definitions().get(name))
+        .unwrap_or(schema)
+}
+
+/// The schema of field `name` in object schema `schema` (resolved first);
+/// for arrays and maps, use the property's `items` / `additionalProperties`.
+pub fn property(schema: &'static Value, name: &str) -> Option<&'static Value> {
+    resolve(schema).get("properties")?.get(name)
+}
+
+/// Every OpenAPI document of one registry, each built and serialized on
+/// its first request, then kept.
 #[derive(Debug)]
 pub struct Documents {
-    v2: Bytes,
+    registry: ResourceRegistry,
+    /// JSON and gnostic protobuf.
+    v2: OnceLock<(Bytes, Bytes)>,
     v3_root: Bytes,
-    /// `api/v1`, `apis/apps/v1`, … → (hash, document).
-    v3: HashMap<String, (String, Bytes)>,
+    /// `api/v1`, `apis/apps/v1`, … → (hash, group, version, document).
+    v3: HashMap<String, (String, String, String, OnceLock<Bytes>)>,
 }
 
 impl Documents {
-    /// Builds every document for `registry`.
+    /// The root and hashes for `registry`; documents come on first request.
+    /// A hash covers what its document is made of (the definitions, the
+    /// group-version's types and kemu's version, which fixes the path
+    /// layout), so clients caching by hash never keep a stale document.
     pub fn build(registry: &ResourceRegistry) -> Self {
-        let v2 = serde_json::to_vec(&v2_document(registry)).unwrap_or_default();
+        let base = hash_hex(DEFINITIONS_GZ) + env!("CARGO_PKG_VERSION");
         let mut v3 = HashMap::new();
         let mut root = Map::new();
         for group in registry.groups() {
             for version in &group.versions {
                 let key = gv_path(&group.name, version);
-                let doc = serde_json::to_vec(&gv_document(registry, &group.name, version))
-                    .unwrap_or_default();
-                let hash = hash_hex(&doc);
+                let types: Vec<_> = registry.in_group_version(&group.name, version).collect();
+                let hash = hash_hex(format!("{base}{types:?}").as_bytes());
                 root.insert(
                     key.clone(),
                     json!({ "serverRelativeURL": format!("/openapi/v3/{key}?hash={hash}") }),
                 );
-                v3.insert(key, (hash, Bytes::from(doc)));
+                v3.insert(
+                    key,
+                    (hash, group.name.clone(), version.clone(), OnceLock::new()),
+                );
             }
         }
         let v3_root = serde_json::to_vec(&json!({ "paths": root })).unwrap_or_default();
         Self {
-            v2: Bytes::from(v2),
+            registry: registry.clone(),
+            v2: OnceLock::new(),
             v3_root: Bytes::from(v3_root),
             v3,
         }
     }
 
-    /// The documents of the built-in registry, built on first use.
+    /// The documents of the built-in registry.
     pub fn builtin() -> Arc<Documents> {
         static DOCS: OnceLock<Arc<Documents>> = OnceLock::new();
-        DOCS.get_or_init(|| Arc::new(Documents::build(&ResourceRegistry::builtin())))
+        DOCS.get_or_init(|| Arc::new(Documents::build(ResourceRegistry::builtin_ref())))
             .clone()
     }
 
-    /// The v3 document at `path` (`apis/apps/v1`), as JSON bytes.
-    pub fn v3(&self, path: &str) -> Option<&Bytes> {
-        self.v3.get(path).map(|(_, d)| d)
+    fn v2_pair(&self) -> &(Bytes, Bytes) {
+        self.v2.get_or_init(|| {
+            let doc = v2_document(&self.registry);
+            let pb = Bytes::from(gnostic::encode(&doc));
+            (
+                Bytes::from(serde_json::to_vec(&doc).unwrap_or_default()),
+                pb,
+            )
+        })
+    }
+
+    /// `/openapi/v2` as JSON.
+    pub fn v2_json(&self) -> Bytes {
+        self.v2_pair().0.clone()
+    }
+
+    /// `/openapi/v2` as gnostic protobuf.
+    pub fn v2_protobuf(&self) -> Bytes {
+        self.v2_pair().1.clone()
+    }
+
+    /// The `/openapi/v3` root.
+    pub fn v3_root(&self) -> Bytes {
+        self.v3_root.clone()
+    }
+
+    /// The v3 document at `path` (`apis/apps/v1`) and its hash.
+    pub fn v3(&self, path: &str) -> Option<(&str, Bytes)> {
+        let (hash, group, version, doc) = self.v3.get(path)?;
+        let doc = doc.get_or_init(|| {
+            Bytes::from(
+                serde_json::to_vec(&gv_document(&self.registry, group, version))
+                    .unwrap_or_default(),
+            )
+        });
+        Some((hash, doc.clone()))
+    }
+
+    /// Every group-version path with a v3 document.
+    pub fn v3_paths(&self) -> impl Iterator<Item = &str> {
+        self.v3.keys().map(String::as_str)
     }
 }
 
@@ -107,15 +182,22 @@ fn info() -> Value {
     json!({ "title": "Kubernetes", "version": format!("v{SERVED_MAJOR}.{SERVED_MINOR}.{SERVED_PATCH}") })
 }
 
-/// `GET /openapi/v2`: JSON. kubectl asks for gnostic protobuf first; with no
-/// JSON in its Accept it gets 406 and falls back to its compiled-in patch
-/// metadata, as it does when the document is missing.
+/// `GET /openapi/v2`: gnostic protobuf when asked for (kubectl asks for
+/// nothing else, and 1.27/1.28 need it for `explain` and `apply`), else JSON.
 pub async fn v2(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     let accept = header_str(&req, header::ACCEPT);
-    if !accepts_json(accept) {
-        return Err(ApiError::NotAcceptable("application/json".into()));
+    let docs = Documents::builtin();
+    if accept.contains(V2_PROTOBUF) {
+        return Ok(HttpResponse::Ok()
+            .content_type(V2_PROTOBUF_CONTENT_TYPE)
+            .body(docs.v2_protobuf()));
     }
-    Ok(json_bytes(Documents::builtin().v2.clone(), None))
+    if !accepts_json(accept) {
+        return Err(ApiError::NotAcceptable(format!(
+            "application/json, {V2_PROTOBUF_MEDIA}"
+        )));
+    }
+    Ok(json_bytes(docs.v2_json(), None))
 }
 
 /// `GET /openapi/v3`: the root listing every group-version's document URL.
@@ -123,7 +205,7 @@ pub async fn v3_root(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     if !accepts_json(header_str(&req, header::ACCEPT)) {
         return Err(ApiError::NotAcceptable("application/json".into()));
     }
-    Ok(json_bytes(Documents::builtin().v3_root.clone(), None))
+    Ok(json_bytes(Documents::builtin().v3_root(), None))
 }
 
 /// `GET /openapi/v3/{api|apis/group}/{version}`.
@@ -136,12 +218,11 @@ pub async fn v3_document(
     }
     let docs = Documents::builtin();
     let (hash, doc) = docs
-        .v3
-        .get(path.trim_end_matches('/'))
+        .v3(path.trim_end_matches('/'))
         .ok_or(ApiError::NotFound)?;
     // A request naming the current hash may be cached for good, as upstream.
     let immutable = req.query_string().contains(&format!("hash={hash}"));
-    Ok(json_bytes(doc.clone(), Some((hash, immutable))))
+    Ok(json_bytes(doc, Some((hash, immutable))))
 }
 
 fn header_str(req: &HttpRequest, name: header::HeaderName) -> &str {
@@ -160,7 +241,7 @@ fn accepts_json(accept: &str) -> bool {
         || !accept.contains(V2_PROTOBUF) && accept.contains("json")
 }
 
-fn json_bytes(body: Bytes, etag: Option<(&String, bool)>) -> HttpResponse {
+fn json_bytes(body: Bytes, etag: Option<(&str, bool)>) -> HttpResponse {
     let mut resp = HttpResponse::Ok();
     resp.content_type("application/json");
     if let Some((hash, immutable)) = etag {
@@ -646,7 +727,18 @@ fn gv_document(registry: &ResourceRegistry, group: &str, version: &str) -> Value
         let mut refs = Vec::new();
         collect_refs(def, &mut refs);
         todo.extend(refs);
-        schemas.insert(name, to_v3(def, false));
+        let mut schema = to_v3(def);
+        // v3 spells the two-typed scalars as upstream's OpenAPIV3OneOfTypes.
+        let one_of = match name.as_str() {
+            "io.k8s.apimachinery.pkg.util.intstr.IntOrString" => Some(["integer", "string"]),
+            "io.k8s.apimachinery.pkg.api.resource.Quantity" => Some(["string", "number"]),
+            _ => None,
+        };
+        if let (Some(types), Some(m)) = (one_of, schema.as_object_mut()) {
+            m.remove("type");
+            m.insert("oneOf".into(), json!(types.map(|t| json!({ "type": t }))));
+        }
+        schemas.insert(name, schema);
     }
     json!({
         "openapi": "3.0.0",
@@ -673,8 +765,8 @@ fn collect_refs(v: &Value, out: &mut Vec<String>) {
 }
 
 /// A v2 schema in v3 shape: `#/components/schemas/` refs, each wrapped in
-/// `allOf` when it has siblings (upstream's layout), `x-kubernetes-int-or-string`.
-fn to_v3(v: &Value, _nested: bool) -> Value {
+/// `allOf` when it has siblings (upstream's layout).
+fn to_v3(v: &Value) -> Value {
     match v {
         Value::Object(m) => {
             let mut out = Map::new();
@@ -685,14 +777,14 @@ fn to_v3(v: &Value, _nested: bool) -> Value {
                 let v = match k.as_str() {
                     "properties" | "patternProperties" => Value::Object(
                         v.as_object()
-                            .map(|p| p.iter().map(|(n, s)| (n.clone(), to_v3(s, true))).collect())
+                            .map(|p| p.iter().map(|(n, s)| (n.clone(), to_v3(s))).collect())
                             .unwrap_or_default(),
                     ),
                     "x-kubernetes-group-version-kind"
                     | "enum"
                     | "required"
                     | "x-kubernetes-list-map-keys" => v.clone(),
-                    _ => to_v3(v, true),
+                    _ => to_v3(v),
                 };
                 out.insert(k.clone(), v);
             }
@@ -704,12 +796,9 @@ fn to_v3(v: &Value, _nested: bool) -> Value {
                     out.insert("allOf".into(), json!([{ "$ref": target }]));
                 }
             }
-            if m.get("format").and_then(Value::as_str) == Some("int-or-string") {
-                out.insert("x-kubernetes-int-or-string".into(), json!(true));
-            }
             Value::Object(out)
         }
-        Value::Array(a) => Value::Array(a.iter().map(|v| to_v3(v, true)).collect()),
+        Value::Array(a) => Value::Array(a.iter().map(to_v3).collect()),
         other => other.clone(),
     }
 }
@@ -747,13 +836,13 @@ mod tests {
     #[test]
     fn v3_documents_are_self_contained_and_carry_field_validation() {
         let docs = Documents::builtin();
-        let root: Value = serde_json::from_slice(&docs.v3_root).unwrap();
+        let root: Value = serde_json::from_slice(&docs.v3_root()).unwrap();
         let url = root["paths"]["apis/apps/v1"]["serverRelativeURL"]
             .as_str()
             .unwrap();
         assert!(url.starts_with("/openapi/v3/apis/apps/v1?hash="));
-        for (key, (_, bytes)) in &docs.v3 {
-            let doc: Value = serde_json::from_slice(bytes).unwrap();
+        for key in docs.v3_paths() {
+            let doc: Value = serde_json::from_slice(&docs.v3(key).unwrap().1).unwrap();
             assert_eq!(doc["openapi"], "3.0.0");
             let schemas = doc["components"]["schemas"].as_object().unwrap();
             let mut refs = Vec::new();
@@ -780,7 +869,7 @@ mod tests {
                 }
             }
         }
-        let apps: Value = serde_json::from_slice(docs.v3("apis/apps/v1").unwrap()).unwrap();
+        let apps: Value = serde_json::from_slice(&docs.v3("apis/apps/v1").unwrap().1).unwrap();
         let deploy = &apps["components"]["schemas"]["io.k8s.api.apps.v1.Deployment"];
         assert_eq!(
             deploy["x-kubernetes-group-version-kind"][0]["kind"],
@@ -799,13 +888,35 @@ mod tests {
     #[test]
     fn v2_document_has_every_kind() {
         let docs = Documents::builtin();
-        let doc: Value = serde_json::from_slice(&docs.v2).unwrap();
+        let doc: Value = serde_json::from_slice(&docs.v2_json()).unwrap();
         assert_eq!(doc["swagger"], "2.0");
         assert!(doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}/exec"]["get"].is_object());
         assert_eq!(
             doc["paths"]["/api/v1/namespaces"]["post"]["x-kubernetes-group-version-kind"]["kind"],
             "Namespace"
         );
+    }
+
+    #[test]
+    fn v2_protobuf_starts_with_the_swagger_version() {
+        let docs = Documents::builtin();
+        // Field 1 (swagger), length 3, "2.0".
+        let pb = docs.v2_protobuf();
+        assert_eq!(&pb[..5], b"\x0a\x032.0");
+        assert!(pb.len() > 100_000);
+    }
+
+    #[test]
+    fn walking_a_schema_finds_patch_metadata() {
+        let deploy = &definitions()["io.k8s.api.apps.v1.Deployment"];
+        let spec = property(deploy, "spec").unwrap();
+        let template = property(spec, "template").unwrap();
+        let pod_spec = property(template, "spec").unwrap();
+        let containers = property(pod_spec, "containers").unwrap();
+        assert_eq!(containers["x-kubernetes-patch-merge-key"], "name");
+        let container = resolve(&containers["items"]);
+        assert!(property(container, "image").is_some());
+        assert!(property(container, "nope").is_none());
     }
 
     #[test]

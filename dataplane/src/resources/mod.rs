@@ -88,8 +88,13 @@ impl ResourceRegistry {
     /// The built-in types of the served minor (parsed once; cloning shares
     /// the types).
     pub fn builtin() -> Self {
+        Self::builtin_ref().clone()
+    }
+
+    /// The built-in registry itself, parsed on first use.
+    pub fn builtin_ref() -> &'static ResourceRegistry {
         static BUILTIN: OnceLock<ResourceRegistry> = OnceLock::new();
-        BUILTIN.get_or_init(|| Self::new(builtin::types())).clone()
+        BUILTIN.get_or_init(|| Self::new(builtin::types()))
     }
 
     /// Every type, in a stable order.
@@ -133,7 +138,7 @@ impl ResourceRegistry {
         }
         for g in &mut groups {
             g.versions
-                .sort_by(|a, b| version_priority(b).cmp(&version_priority(a)));
+                .sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
         }
         groups
     }

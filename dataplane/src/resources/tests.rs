@@ -144,6 +144,6 @@ fn metadata_kubectl_relies_on() {
 #[test]
 fn versions_sort_as_upstream() {
     let mut v = vec!["v1alpha1", "v1", "v2beta1", "v1beta2", "v2", "v1beta1"];
-    v.sort_by(|a, b| version_priority(b).cmp(&version_priority(a)));
+    v.sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
     assert_eq!(v, ["v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1"]);
 }
