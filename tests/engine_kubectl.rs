@@ -189,12 +189,36 @@ fn get_with_selectors_across_namespaces() {
         "{}",
         text(&out)
     );
-    // (`kubectl create namespace` sends protobuf, decoded by api/protobuf.rs.)
-    let ns = c.file(
-        "ns.yaml",
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n",
+    // `kubectl create <generator>` sends protobuf bodies.
+    let out = c.ok(&["create", "namespace", "team-a"]);
+    assert!(out.contains("namespace/team-a created"), "{out}");
+    let out = c.ok(&[
+        "create",
+        "configmap",
+        "gen",
+        "-n",
+        "team-a",
+        "--from-literal=k=v",
+    ]);
+    assert!(out.contains("configmap/gen created"), "{out}");
+    assert_eq!(
+        c.json(&["get", "cm", "gen", "-n", "team-a"])["data"]["k"],
+        "v"
     );
-    c.ok(&["create", "-f", &ns]);
+    let out = c.ok(&[
+        "create",
+        "deployment",
+        "made",
+        "--image=nginx:1.27",
+        "--replicas=2",
+    ]);
+    assert!(out.contains("deployment.apps/made created"), "{out}");
+    let made = c.json(&["get", "deploy", "made"]);
+    assert_eq!(made["spec"]["replicas"], 2);
+    assert_eq!(
+        made["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.27"
+    );
     let other = c.file(
         "other.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n  namespace: team-a\n  labels: {app: db}\n",
@@ -213,10 +237,10 @@ fn get_with_selectors_across_namespaces() {
         .iter()
         .map(|i| i["metadata"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["settings", "other"]);
+    assert_eq!(names, ["settings", "gen", "other"]);
     let web = c.json(&["get", "cm", "-A", "-l", "app in (web)"]);
     assert_eq!(web["items"].as_array().unwrap().len(), 1);
-    let none = c.json(&["get", "cm", "-A", "-l", "app!=web,app!=db"]);
+    let none = c.json(&["get", "cm", "-A", "-l", "app,app!=web,app!=db"]);
     assert_eq!(none["items"].as_array().unwrap().len(), 0);
     let by_name = c.json(&["get", "cm", "-A", "--field-selector", "metadata.name=other"]);
     assert_eq!(by_name["items"][0]["metadata"]["namespace"], "team-a");
