@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::api::openapi;
 use crate::error::ApiError;
 
 /// The patch type, from the request's Content-Type.
@@ -35,8 +36,17 @@ impl PatchType {
     }
 }
 
-/// Applies `patch` to `target`.
-pub fn apply(kind: PatchType, target: &mut Value, patch: &Value) -> Result<(), ApiError> {
+/// An OpenAPI v2 schema of the patched type (its patch extensions drive the
+/// strategic merge), if the type has one.
+pub type Schema = Option<&'static Value>;
+
+/// Applies `patch` to `target`, whose type's schema is `schema`.
+pub fn apply(
+    kind: PatchType,
+    target: &mut Value,
+    patch: &Value,
+    schema: Schema,
+) -> Result<(), ApiError> {
     match kind {
         PatchType::Json => json_patch(target, patch),
         PatchType::Merge | PatchType::Apply => {
@@ -44,7 +54,7 @@ pub fn apply(kind: PatchType, target: &mut Value, patch: &Value) -> Result<(), A
             Ok(())
         }
         PatchType::StrategicMerge => {
-            strategic(target, patch, &mut Vec::new());
+            strategic(target, patch, &mut Vec::new(), schema);
             Ok(())
         }
     }
@@ -236,10 +246,44 @@ fn merge_key(path: &[String], field: &str) -> Option<&'static str> {
     })
 }
 
-/// Strategic merge patch: maps merge, lists with a merge key merge by it,
-/// other lists are replaced; `$patch`, `$setElementOrder`, `$retainKeys` and
-/// `$deleteFromPrimitiveList` directives are honoured.
-fn strategic(target: &mut Value, patch: &Value, path: &mut Vec<String>) {
+/// How a list field merges.
+enum ListMerge {
+    /// Element by element, matched on this key.
+    Key(String),
+    /// As a set of primitives.
+    Set,
+    /// The patch's list replaces the object's.
+    Replace,
+}
+
+/// From the field's `x-kubernetes-patch-strategy` / `-merge-key` when the
+/// schema is known, else from the built-in table of common merge keys.
+fn list_merge(schema: Schema, path: &[String], field: &str) -> ListMerge {
+    let Some(schema) = schema else {
+        return merge_key(path, field).map_or(ListMerge::Replace, |k| ListMerge::Key(k.into()));
+    };
+    let Some(prop) = openapi::property(schema, field) else {
+        return ListMerge::Replace;
+    };
+    let merge = prop
+        .get("x-kubernetes-patch-strategy")
+        .and_then(Value::as_str)
+        .is_some_and(|s| s.split(',').any(|x| x == "merge"));
+    match (
+        merge,
+        prop.get("x-kubernetes-patch-merge-key")
+            .and_then(Value::as_str),
+    ) {
+        (true, Some(key)) => ListMerge::Key(key.to_owned()),
+        (true, None) => ListMerge::Set,
+        _ => ListMerge::Replace,
+    }
+}
+
+/// Strategic merge patch: maps merge, lists merge as their schema says (by
+/// merge key, as a set) or are replaced; `$patch`, `$setElementOrder`,
+/// `$retainKeys` and `$deleteFromPrimitiveList` directives are honoured.
+fn strategic(target: &mut Value, patch: &Value, path: &mut Vec<String>, schema: Schema) {
     let Value::Object(p) = patch else {
         *target = patch.clone();
         return;
@@ -277,18 +321,37 @@ fn strategic(target: &mut Value, patch: &Value, path: &mut Vec<String>) {
             t.remove(k);
             continue;
         }
+        let field_schema = schema.and_then(|s| openapi::property(s, k));
         path.push(k.clone());
-        match (v, merge_key(path, k)) {
-            (Value::Array(items), Some(key)) => {
+        match (v, list_merge(schema, path, k)) {
+            (Value::Array(items), ListMerge::Key(key)) => {
                 let cur = t.entry(k.clone()).or_insert_with(|| Value::Array(vec![]));
                 if !cur.is_array() {
                     *cur = Value::Array(vec![]);
                 }
                 if let Value::Array(list) = cur {
-                    merge_list(list, items, key, path);
+                    let item_schema = field_schema.and_then(|f| f.get("items"));
+                    merge_list(list, items, &key, path, item_schema);
                 }
             }
-            _ => strategic(t.entry(k.clone()).or_insert(Value::Null), v, path),
+            (Value::Array(items), ListMerge::Set) => {
+                let cur = t.entry(k.clone()).or_insert_with(|| Value::Array(vec![]));
+                if let Value::Array(list) = cur {
+                    for item in items {
+                        if !list.contains(item) {
+                            list.push(item.clone());
+                        }
+                    }
+                } else {
+                    *cur = v.clone();
+                }
+            }
+            _ => strategic(
+                t.entry(k.clone()).or_insert(Value::Null),
+                v,
+                path,
+                field_schema,
+            ),
         }
         path.pop();
         if t.get(k).is_some_and(Value::is_null) {
@@ -297,7 +360,13 @@ fn strategic(target: &mut Value, patch: &Value, path: &mut Vec<String>) {
     }
 }
 
-fn merge_list(list: &mut Vec<Value>, items: &[Value], key: &str, path: &mut Vec<String>) {
+fn merge_list(
+    list: &mut Vec<Value>,
+    items: &[Value],
+    key: &str,
+    path: &mut Vec<String>,
+    schema: Schema,
+) {
     for item in items {
         let id = &item[key];
         let pos = list.iter().position(|x| !id.is_null() && &x[key] == id);
@@ -306,10 +375,10 @@ fn merge_list(list: &mut Vec<Value>, items: &[Value], key: &str, path: &mut Vec<
                 list.remove(i);
             }
             (None, Some("delete")) => {}
-            (Some(i), _) => strategic(&mut list[i], item, path),
+            (Some(i), _) => strategic(&mut list[i], item, path, schema),
             (None, _) => {
                 let mut v = Value::Null;
-                strategic(&mut v, item, path);
+                strategic(&mut v, item, path, schema);
                 list.push(v);
             }
         }
@@ -325,10 +394,10 @@ mod tests {
     fn json_patch_is_all_or_nothing() {
         let mut d = json!({"a": [1, 2], "b": {"c": 1}});
         let p = json!([{"op": "add", "path": "/a/-", "value": 3}, {"op": "replace", "path": "/b/c", "value": 2}, {"op": "test", "path": "/b/c", "value": 2}]);
-        apply(PatchType::Json, &mut d, &p).unwrap();
+        apply(PatchType::Json, &mut d, &p, None).unwrap();
         assert_eq!(d, json!({"a": [1, 2, 3], "b": {"c": 2}}));
         let bad = json!([{"op": "remove", "path": "/a/0"}, {"op": "remove", "path": "/zz"}]);
-        assert!(apply(PatchType::Json, &mut d, &bad).is_err());
+        assert!(apply(PatchType::Json, &mut d, &bad, None).is_err());
         assert_eq!(d["a"], json!([1, 2, 3]));
     }
 
@@ -344,7 +413,12 @@ mod tests {
             {"name": "a", "image": "a:2", "env": [{"name": "Y", "value": "2"}]},
             {"name": "b", "$patch": "delete"}
         ]}}}});
-        apply(PatchType::StrategicMerge, &mut d, &p).unwrap();
+        let schema = openapi::definitions().get("io.k8s.api.apps.v1.Deployment");
+        assert!(schema.is_some());
+        let mut by_table = d.clone();
+        apply(PatchType::StrategicMerge, &mut by_table, &p, None).unwrap();
+        apply(PatchType::StrategicMerge, &mut d, &p, schema).unwrap();
+        assert_eq!(d, by_table, "schema and built-in table agree");
         let c = &d["spec"]["template"]["spec"]["containers"];
         assert_eq!(c.as_array().unwrap().len(), 1);
         assert_eq!(c[0]["image"], "a:2");
@@ -355,8 +429,20 @@ mod tests {
             PatchType::Merge,
             &mut m,
             &json!({"metadata": {"labels": {"a": null, "c": "3"}}}),
+            None,
         )
         .unwrap();
+        // Primitive lists with strategy `merge` (finalizers) merge as sets.
+        let mut f = json!({"metadata": {"finalizers": ["a"]}});
+        let schema = openapi::definitions().get("io.k8s.api.core.v1.ConfigMap");
+        apply(
+            PatchType::StrategicMerge,
+            &mut f,
+            &json!({"metadata": {"finalizers": ["b", "a"]}}),
+            schema,
+        )
+        .unwrap();
+        assert_eq!(f["metadata"]["finalizers"], json!(["a", "b"]));
         assert_eq!(m, json!({"metadata": {"labels": {"b": "2", "c": "3"}}}));
     }
 }

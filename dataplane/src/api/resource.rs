@@ -11,6 +11,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
+use crate::api::openapi;
 use crate::api::patch::{self, PatchType};
 use crate::api::request::{self, Output, Params, Scope};
 use crate::api::selectors::{FieldSelector, LabelSelector};
@@ -486,11 +487,12 @@ impl Handler<'_> {
             _ => request::decode_json(body)?,
         };
         let status_sub = has_sub(self.rt(), "status");
+        let schema = openapi::definitions().get(&self.rt().definition);
         let create = (kind == PatchType::Apply).then_some(&patch);
         let (code, object) = self.modify(&key, create, |current| {
             let mut next = current.clone();
             next["metadata"]["resourceVersion"] = Value::Null;
-            patch::apply(kind, &mut next, &patch)?;
+            patch::apply(kind, &mut next, &patch, schema)?;
             if next["metadata"]["resourceVersion"].is_null()
                 && let Some(m) = next["metadata"].as_object_mut()
             {
@@ -668,11 +670,16 @@ impl Handler<'_> {
 
     fn patch_sub(&self, sub: Sub, kind: PatchType, body: &[u8]) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
+        let schema = openapi::definitions().get(&self.rt().definition);
         let patch = request::decode_json(body)?;
         let (_, updated) = self.modify(&key, None, |current| {
             let mut view = self.view(sub, current);
             let rv = view["metadata"]["resourceVersion"].take();
-            patch::apply(kind, &mut view, &patch)?;
+            let schema = match sub {
+                Sub::Status => schema,
+                Sub::Scale => openapi::definitions().get("io.k8s.api.autoscaling.v1.Scale"),
+            };
+            patch::apply(kind, &mut view, &patch, schema)?;
             if view["metadata"]["resourceVersion"].is_null() {
                 view["metadata"]["resourceVersion"] = rv;
             }
