@@ -1,12 +1,16 @@
-//! The one engine that serves every cluster's listener.
+//! The one engine that serves every cluster's listener, and the store of each
+//! cluster it serves.
 
 use std::sync::Arc;
 
 use actix_web::web;
-use kemu_shared::ClusterRegistry;
+use dashmap::DashMap;
+use kemu_shared::{ClusterRecord, ClusterRegistry};
 
 use crate::api;
+use crate::nodes;
 use crate::resources::ResourceRegistry;
+use crate::store::{MemoryStore, Store, StoreLimits};
 
 /// Which cluster a listener serves; set as app data on each listener.
 #[derive(Debug, Clone)]
@@ -20,6 +24,7 @@ pub struct ClusterContext {
 pub struct Engine {
     registry: ClusterRegistry,
     resources: Arc<ResourceRegistry>,
+    stores: Arc<DashMap<String, Arc<dyn Store>>>,
 }
 
 impl Engine {
@@ -28,6 +33,7 @@ impl Engine {
         Self {
             registry,
             resources: Arc::new(ResourceRegistry::builtin()),
+            stores: Arc::new(DashMap::new()),
         }
     }
 
@@ -39,6 +45,42 @@ impl Engine {
     /// The registry the engine serves.
     pub fn registry(&self) -> &ClusterRegistry {
         &self.registry
+    }
+
+    /// The store of a served cluster.
+    pub fn store(&self, cluster_id: &str) -> Option<Arc<dyn Store>> {
+        self.stores.get(cluster_id).map(|s| s.value().clone())
+    }
+
+    /// Opens the cluster's store if it has none (an in-memory one with the
+    /// initial namespaces) and brings its Nodes in line with the record's node
+    /// pools.
+    pub fn open_store(&self, record: &ClusterRecord) -> Arc<dyn Store> {
+        let store = self
+            .stores
+            .entry(record.id.clone())
+            .or_insert_with(|| {
+                Arc::new(MemoryStore::new(
+                    self.registry.clock().clone(),
+                    StoreLimits::default(),
+                ))
+            })
+            .value()
+            .clone();
+        nodes::reconcile(store.as_ref(), record);
+        store
+    }
+
+    /// Re-reads a changed record: its Nodes follow its node pools.
+    pub fn record_changed(&self, record: &ClusterRecord) {
+        if let Some(store) = self.store(&record.id) {
+            nodes::reconcile(store.as_ref(), record);
+        }
+    }
+
+    /// Forgets a retired cluster's objects.
+    pub fn drop_store(&self, cluster_id: &str) {
+        self.stores.remove(cluster_id);
     }
 
     /// Mounts every route of one cluster's listener.

@@ -22,7 +22,12 @@ pub fn on_connect(conn: &dyn Any, ext: &mut Extensions) {
     let Some(tls) = conn.downcast_ref::<TlsStream<TcpStream>>() else {
         return;
     };
-    let (_, session) = tls.get_ref();
+    let (tcp, session) = tls.get_ref();
+    // Watch events are small writes that must leave at once, not wait for
+    // the peer's delayed ACK (Nagle).
+    if let Err(e) = tcp.set_nodelay(true) {
+        tracing::debug!(error = %e, "TCP_NODELAY");
+    }
     let identity = session
         .peer_certificates()
         .and_then(|chain| chain.first())

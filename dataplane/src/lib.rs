@@ -5,9 +5,11 @@
 //! - [`listener`]: one HTTPS listener per cluster, on the advertise host, with a
 //!   certificate from that cluster's CA; all of them served by one [`Engine`].
 //! - [`engine`]: the shared engine: routes every request of every cluster.
-//! - [`api`]: the API machinery over HTTP (so far `/version` and the health
-//!   endpoints), one file per concern.
+//! - [`api`]: the API machinery over HTTP: discovery, OpenAPI, the generic
+//!   verbs, selectors, patch, watch, Table output; one file per concern.
 //! - [`resources`]: the resource registry: every type served, with its metadata.
+//! - [`store`]: the versioned object store of each cluster, behind a trait.
+//! - [`nodes`]: the Node objects of each cluster's node pools.
 //! - [`auth`]: who the caller is (client certificate, cloud token, anonymous).
 //! - [`authz`]: what the caller may do (RBAC, cloud identity mapping, access
 //!   reviews) and admission (ResourceQuota, LimitRange).
@@ -21,7 +23,9 @@ pub mod engine;
 pub mod error;
 pub mod identity;
 pub mod listener;
+pub mod nodes;
 pub mod resources;
+pub mod store;
 
 pub use engine::Engine;
 pub use error::ApiError;

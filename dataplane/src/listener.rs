@@ -148,6 +148,7 @@ impl DataPlaneHook for DataPlane {
         if let Some(port) = self.port_of(&record.id) {
             return Ok((host, port));
         }
+        self.inner.engine.open_store(record);
         let (listener, tls) = self.bind(record)?;
         let port = listener.local_addr().map_err(|e| e.to_string())?.port();
         // The socket is bound now and queues connections until the control
@@ -166,7 +167,12 @@ impl DataPlaneHook for DataPlane {
         Ok((host, port))
     }
 
+    fn record_changed(&self, record: &ClusterRecord) {
+        self.inner.engine.record_changed(record);
+    }
+
     fn retire(&self, id: &str) {
+        self.inner.engine.drop_store(id);
         if self.inner.ports.lock().remove(id).is_some() {
             let _ = self
                 .inner

@@ -27,6 +27,11 @@ pub trait DataPlaneHook: Send + Sync {
     fn serve(&self, record: &ClusterRecord) -> Result<(String, u16), String>;
     /// Closes the cluster's listener and forgets its objects.
     fn retire(&self, id: &str);
+    /// The record changed (e.g. its node pools): the data plane brings the
+    /// cluster's objects in line. Called after the change is stored.
+    fn record_changed(&self, record: &ClusterRecord) {
+        let _ = record;
+    }
 }
 
 /// The registry of every cluster of every cloud.
@@ -209,14 +214,20 @@ impl ClusterRegistry {
     ) -> Result<(T, ClusterRecord), RegistryError> {
         let now = self.inner.clock.now();
         self.settle(now);
-        let mut clusters = self.inner.clusters.write();
-        let record = clusters
-            .get_mut(id)
-            .ok_or_else(|| RegistryError::NotFound(id.to_owned()))?;
-        let mut draft = record.clone();
-        let out = change(&mut draft)?;
-        draft.updated_at = now;
-        *record = draft.clone();
+        let (out, draft) = {
+            let mut clusters = self.inner.clusters.write();
+            let record = clusters
+                .get_mut(id)
+                .ok_or_else(|| RegistryError::NotFound(id.to_owned()))?;
+            let mut draft = record.clone();
+            let out = change(&mut draft)?;
+            draft.updated_at = now;
+            *record = draft.clone();
+            (out, draft)
+        };
+        if let Some(dp) = self.inner.dataplane.read().clone() {
+            dp.record_changed(&draft);
+        }
         Ok((out, draft))
     }
 

@@ -7,10 +7,15 @@ use crate::error::ApiError;
 pub mod discovery;
 pub mod health;
 pub mod openapi;
+pub mod patch;
 pub mod protobuf;
+pub mod request;
 pub mod resource;
+pub mod selectors;
 pub mod table;
+pub mod validation;
 pub mod version;
+pub mod watch;
 pub mod whoami;
 
 /// Mounts every API route; anything else is a 404 `Status`.

@@ -1,13 +1,725 @@
 //! The generic verbs on every resource type: get, list, watch, create, update,
-//! patch, delete, deletecollection, and the subresources.
-//!
-//! PLACEHOLDER: every request answers 404 until the verbs are built.
+//! patch, delete, deletecollection, and the `status` and `scale` subresources.
+//! Generic over the [`ResourceRegistry`](crate::resources::ResourceRegistry):
+//! no per-kind handler code.
 
-use actix_web::HttpResponse;
+use std::sync::Arc;
 
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Value, json};
+
+use crate::api::openapi;
+use crate::api::patch::{self, PatchType};
+use crate::api::request::{self, Output, Params, Scope};
+use crate::api::selectors::{FieldSelector, LabelSelector};
+use crate::api::table;
+use crate::api::validation;
+use crate::api::watch::{self, Filter, WatchRequest};
+use crate::engine::{ClusterContext, Engine};
 use crate::error::ApiError;
+use crate::resources::ResourceType;
+use crate::store::{DryRun, ObjectKey, Preconditions, Snapshot, Store, WatchFrom};
+
+/// One variant per operation the generic handler serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operation {
+    Get,
+    List,
+    Watch,
+    Create,
+    Update,
+    Patch(PatchType),
+    Delete,
+    DeleteCollection,
+    GetSubresource(Sub),
+    UpdateSubresource(Sub),
+    PatchSubresource(Sub, PatchType),
+}
+
+/// The subresources served generically.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sub {
+    /// `status`: the whole object; writes change only `.status`.
+    Status,
+    /// `scale`: an `autoscaling/v1` Scale view of `.spec.replicas`.
+    Scale,
+}
+
+impl Operation {
+    /// The verb an operation needs in the type's verb list.
+    fn verb(self) -> &'static str {
+        match self {
+            Operation::Get | Operation::GetSubresource(_) => "get",
+            Operation::List => "list",
+            Operation::Watch => "watch",
+            Operation::Create => "create",
+            Operation::Update | Operation::UpdateSubresource(_) => "update",
+            Operation::Patch(_) | Operation::PatchSubresource(..) => "patch",
+            Operation::Delete => "delete",
+            Operation::DeleteCollection => "deletecollection",
+        }
+    }
+}
+
+fn route(req: &HttpRequest, scope: &Scope, params: &Params) -> Result<Operation, ApiError> {
+    let method = req.method().as_str();
+    let patch_type = || {
+        let ct = request::header(req, "content-type");
+        PatchType::from_content_type(ct)
+            .ok_or_else(|| ApiError::UnsupportedMediaType(patch::ACCEPTED.into()))
+    };
+    let sub = match scope.subresource.as_deref() {
+        None => None,
+        Some("status") if has_sub(&scope.rt, "status") => Some(Sub::Status),
+        Some("scale") if has_sub(&scope.rt, "scale") => Some(Sub::Scale),
+        Some(_) => return Err(ApiError::NotFound),
+    };
+    let op = match (method, scope.name.is_some(), sub) {
+        ("GET", false, _) if params.flag("watch") => Operation::Watch,
+        ("GET", false, _) => Operation::List,
+        ("GET", true, None) if params.flag("watch") => Operation::Watch,
+        ("GET", true, None) => Operation::Get,
+        ("GET", true, Some(s)) => Operation::GetSubresource(s),
+        ("POST", false, _) => Operation::Create,
+        ("PUT", true, None) => Operation::Update,
+        ("PUT", true, Some(s)) => Operation::UpdateSubresource(s),
+        ("PATCH", true, None) => Operation::Patch(patch_type()?),
+        ("PATCH", true, Some(s)) => Operation::PatchSubresource(s, patch_type()?),
+        ("DELETE", true, None) => Operation::Delete,
+        ("DELETE", false, _) => Operation::DeleteCollection,
+        _ => return Err(ApiError::MethodNotAllowed),
+    };
+    if scope.rt.namespaced
+        && scope.namespace.is_none()
+        && matches!(op, Operation::Create | Operation::DeleteCollection)
+    {
+        // Namespaced objects are created and collection-deleted inside a namespace.
+        return Err(ApiError::MethodNotAllowed);
+    }
+    let allowed = match sub {
+        None => scope.rt.verbs.iter().any(|v| v == op.verb()),
+        Some(_) => true,
+    };
+    if !allowed {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    Ok(op)
+}
+
+fn has_sub(rt: &ResourceType, name: &str) -> bool {
+    rt.subresources.iter().any(|s| s.name == name)
+}
 
 /// Every request under `/api/v1/…` and `/apis/{group}/{version}/…`.
-pub async fn dispatch() -> Result<HttpResponse, ApiError> {
-    Err(ApiError::NotFound)
+pub async fn dispatch(
+    req: HttpRequest,
+    payload: web::Payload,
+    engine: web::Data<Engine>,
+    cluster: web::Data<ClusterContext>,
+) -> Result<HttpResponse, ApiError> {
+    let group = req.match_info().get("group").unwrap_or_default();
+    let version = req.match_info().get("version").unwrap_or("v1");
+    let path = req.match_info().get("path").unwrap_or_default();
+    let scope = request::parse_path(engine.resources(), group, version, path)?;
+    let mut store = engine
+        .store(&cluster.id)
+        .ok_or_else(|| ApiError::ClusterGone(cluster.id.clone()))?;
+    let params = Params::parse(req.query_string())?;
+    match params.get("dryRun") {
+        None => {}
+        Some("All") => store = Arc::new(DryRun(store)),
+        Some(other) => {
+            return Err(ApiError::BadRequest(format!(
+                "dryRun: Unsupported value: \"{other}\": supported values: \"All\""
+            )));
+        }
+    }
+    let op = route(&req, &scope, &params)?;
+    let output = request::negotiate(&req, &params)?;
+    let h = Handler {
+        engine: &engine,
+        store,
+        scope,
+        params,
+        output,
+    };
+    let body = match op {
+        Operation::Create
+        | Operation::Update
+        | Operation::Patch(_)
+        | Operation::UpdateSubresource(_)
+        | Operation::PatchSubresource(..)
+        | Operation::Delete => request::read_body(payload).await?,
+        _ => Vec::new(),
+    };
+    let ct = request::header(&req, "content-type");
+    tracing::debug!(?op, resource = %h.scope.resource(), name = ?h.scope.name, "request");
+    match op {
+        Operation::Get => h.get(),
+        Operation::List => h.list(),
+        Operation::Watch => h.watch(),
+        Operation::Create => h.create(request::decode_object(ct, &body)?),
+        Operation::Update => h.update(request::decode_object(ct, &body)?),
+        Operation::Patch(kind) => h.patch(kind, &body),
+        Operation::Delete => h.delete(&body),
+        Operation::DeleteCollection => h.delete_collection(),
+        Operation::GetSubresource(sub) => h.get_sub(sub),
+        Operation::UpdateSubresource(sub) => h.update_sub(sub, request::decode_object(ct, &body)?),
+        Operation::PatchSubresource(sub, kind) => h.patch_sub(sub, kind, &body),
+    }
+}
+
+struct Handler<'a> {
+    engine: &'a Engine,
+    store: Arc<dyn Store>,
+    scope: Scope,
+    params: Params,
+    output: Output,
+}
+
+/// A `continue` token: where the next page starts in which snapshot.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Continue {
+    v: String,
+    rv: u64,
+    ns: String,
+    name: String,
+}
+
+impl Handler<'_> {
+    fn rt(&self) -> &ResourceType {
+        &self.scope.rt
+    }
+
+    fn key(&self) -> Result<ObjectKey, ApiError> {
+        let name = self
+            .scope
+            .name
+            .as_deref()
+            .ok_or(ApiError::MethodNotAllowed)?;
+        Ok(ObjectKey::new(
+            &self.scope.resource(),
+            self.scope.namespace.as_deref().unwrap_or_default(),
+            name,
+        ))
+    }
+
+    fn not_found(&self, key: &ObjectKey) -> ApiError {
+        ApiError::ObjectNotFound(crate::error::Target {
+            name: key.name.clone(),
+            group: self.rt().group.clone(),
+            kind: self.rt().plural.clone(),
+        })
+    }
+
+    fn current(&self, key: &ObjectKey) -> Result<Arc<Value>, ApiError> {
+        self.store.get(key).ok_or_else(|| self.not_found(key))
+    }
+
+    /// Writes one object in the negotiated format.
+    fn respond(&self, status: StatusCode, object: &Value) -> Result<HttpResponse, ApiError> {
+        let body = match self.output {
+            Output::Json => object.clone(),
+            Output::Table(include) => table::render(
+                self.rt(),
+                std::slice::from_ref(object),
+                include,
+                json!({ "resourceVersion": object["metadata"]["resourceVersion"] }),
+                self.engine.registry().clock().now(),
+            ),
+        };
+        Ok(HttpResponse::build(status).json(body))
+    }
+
+    fn filter(&self) -> Result<Filter, ApiError> {
+        let rt = self.rt();
+        let mut fields = FieldSelector::parse(
+            self.params.get("fieldSelector").unwrap_or_default(),
+            &rt.group,
+            &rt.kind,
+        )?;
+        if let Some(name) = &self.scope.name {
+            // `GET …/pods/web?watch=true` watches one object.
+            fields = FieldSelector::parse(&format!("metadata.name={name}"), "", "")?;
+        }
+        Ok(Filter {
+            namespace: self.scope.namespace.clone(),
+            labels: LabelSelector::parse(self.params.get("labelSelector").unwrap_or_default())?,
+            fields,
+        })
+    }
+
+    fn get(&self) -> Result<HttpResponse, ApiError> {
+        let key = self.key()?;
+        let object = self.current(&key)?;
+        self.respond(StatusCode::OK, &object)
+    }
+
+    fn list(&self) -> Result<HttpResponse, ApiError> {
+        let filter = self.filter()?;
+        let resource = self.scope.resource();
+        let limit = self.params.number("limit")?.filter(|l| *l > 0);
+        let (snapshot, after) = match self.params.get("continue") {
+            Some(token) => {
+                let c = decode_continue(token)?;
+                (
+                    self.store.snapshot_at(&resource, c.rv)?,
+                    Some((c.ns, c.name)),
+                )
+            }
+            None => (self.store.snapshot(&resource), None),
+        };
+        let ns = filter.namespace.as_deref();
+        let mut items: Vec<&Arc<Value>> = Vec::new();
+        let mut last = None;
+        let mut iter = snapshot
+            .iter(ns, after.as_ref())
+            .filter(|(_, o)| filter.matches(o));
+        for (k, o) in iter.by_ref() {
+            items.push(o);
+            last = Some(k);
+            if limit.is_some_and(|l| items.len() as u64 >= l) {
+                break;
+            }
+        }
+        let remaining = iter.count();
+        let mut meta = json!({ "resourceVersion": snapshot.rv.to_string() });
+        if remaining > 0
+            && let Some((ns, name)) = last
+        {
+            meta["continue"] = json!(encode_continue(&snapshot, ns, name));
+            if filter.labels.is_empty() && filter.fields.is_empty() {
+                meta["remainingItemCount"] = json!(remaining);
+            }
+            self.store.retain_snapshot(&resource, &snapshot);
+        }
+        let rt = self.rt();
+        match self.output {
+            Output::Table(include) => {
+                let objects: Vec<Value> = items.iter().map(|o| (***o).clone()).collect();
+                let now = self.engine.registry().clock().now();
+                Ok(HttpResponse::Ok().json(table::render(rt, &objects, include, meta, now)))
+            }
+            Output::Json => {
+                // Written by hand so a large list is serialized once, item by item.
+                let mut body = Vec::with_capacity(256 + items.len() * 512);
+                let head = json!({ "kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": meta });
+                let head =
+                    serde_json::to_vec(&head).map_err(|e| ApiError::Internal(e.to_string()))?;
+                body.extend_from_slice(&head[..head.len() - 1]);
+                body.extend_from_slice(b",\"items\":[");
+                for (i, o) in items.iter().enumerate() {
+                    if i > 0 {
+                        body.push(b',');
+                    }
+                    serde_json::to_writer(&mut body, &***o)
+                        .map_err(|e| ApiError::Internal(e.to_string()))?;
+                }
+                body.extend_from_slice(b"]}");
+                Ok(HttpResponse::Ok()
+                    .content_type("application/json")
+                    .body(body))
+            }
+        }
+    }
+
+    fn watch(&self) -> Result<HttpResponse, ApiError> {
+        let filter = self.filter()?;
+        let rv = self.params.get("resourceVersion");
+        let send_initial = self.params.get("sendInitialEvents").map(|v| v == "true");
+        let (from, initial_events) =
+            match (rv, send_initial) {
+                (_, Some(true)) => (WatchFrom::Now, true),
+                (None | Some("0"), Some(false)) => {
+                    (WatchFrom::After(self.store.resource_version()), false)
+                }
+                (None | Some("0"), None) => (WatchFrom::Now, true),
+                (Some(v), _) => (
+                    WatchFrom::After(v.parse().map_err(|_| {
+                        ApiError::BadRequest(format!("invalid resource version: {v}"))
+                    })?),
+                    false,
+                ),
+            };
+        let table = match self.output {
+            Output::Table(include) => Some(include),
+            Output::Json => None,
+        };
+        let req = WatchRequest {
+            rt: self.scope.rt.clone(),
+            resource: self.scope.resource(),
+            filter,
+            from,
+            initial_events,
+            send_initial_events: send_initial == Some(true),
+            bookmarks: self.params.flag("allowWatchBookmarks"),
+            timeout: self
+                .params
+                .number("timeoutSeconds")?
+                .map(std::time::Duration::from_secs),
+            table,
+        };
+        Ok(watch::serve(
+            self.store.clone(),
+            self.engine.registry().clock().clone(),
+            req,
+        ))
+    }
+
+    /// Checks a body's type meta and namespace against the request.
+    fn check_body(&self, body: &mut Value) -> Result<(), ApiError> {
+        let rt = self.rt();
+        validation::check_type_meta(rt, body, &rt.kind, &rt.api_version())?;
+        validation::check_namespace(body, self.scope.namespace.as_deref())
+    }
+
+    fn create(&self, mut body: Value) -> Result<HttpResponse, ApiError> {
+        self.check_body(&mut body)?;
+        let rt = self.rt();
+        let name = match body["metadata"]["name"].as_str().filter(|n| !n.is_empty()) {
+            Some(n) => n.to_owned(),
+            None => match body["metadata"]["generateName"]
+                .as_str()
+                .filter(|n| !n.is_empty())
+            {
+                Some(prefix) => format!("{prefix}{}", random_suffix()),
+                None => {
+                    return Err(validation::invalid(
+                        rt,
+                        "",
+                        "metadata.name",
+                        "FieldValueRequired",
+                        "Required value: name or generateName is required".into(),
+                    ));
+                }
+            },
+        };
+        validation::check_name(rt, &name)?;
+        if has_sub(rt, "status") && rt.kind != "Namespace" {
+            // As upstream strategies do: status is written through /status.
+            if let Some(m) = body.as_object_mut() {
+                m.remove("status");
+            }
+        }
+        let key = ObjectKey::new(
+            &self.scope.resource(),
+            self.scope.namespace.as_deref().unwrap_or_default(),
+            &name,
+        );
+        let created = self.store.create(&key, body)?;
+        self.respond(StatusCode::CREATED, &created)
+    }
+
+    fn update(&self, mut body: Value) -> Result<HttpResponse, ApiError> {
+        self.check_body(&mut body)?;
+        let key = self.key()?;
+        if let Some(n) = body["metadata"]["name"].as_str()
+            && n != key.name
+        {
+            return Err(ApiError::BadRequest(format!(
+                "the name of the object ({n}) does not match the name on the URL ({})",
+                key.name
+            )));
+        }
+        let current = self.current(&key)?;
+        if has_sub(self.rt(), "status") {
+            body["status"] = current.get("status").cloned().unwrap_or(Value::Null);
+            if body["status"].is_null()
+                && let Some(m) = body.as_object_mut()
+            {
+                m.remove("status");
+            }
+        }
+        let updated = self.store.update(&key, body, &Preconditions::default())?;
+        self.respond(StatusCode::OK, &updated)
+    }
+
+    /// Read-modify-write with the resourceVersion read as precondition, retried
+    /// on a lost race, so no concurrent write is ever lost.
+    fn modify(
+        &self,
+        key: &ObjectKey,
+        create_missing: Option<&Value>,
+        change: impl Fn(&Value) -> Result<Value, ApiError>,
+    ) -> Result<(StatusCode, Arc<Value>), ApiError> {
+        for _ in 0..16 {
+            let Some(current) = self.store.get(key) else {
+                if let Some(object) = create_missing {
+                    let mut object = object.clone();
+                    self.check_body(&mut object)?;
+                    validation::check_name(self.rt(), &key.name)?;
+                    return Ok((StatusCode::CREATED, self.store.create(key, object)?));
+                }
+                return Err(self.not_found(key));
+            };
+            let rv = current["metadata"]["resourceVersion"]
+                .as_str()
+                .map(str::to_owned);
+            let changed = change(&current)?;
+            let pinned = changed["metadata"]["resourceVersion"]
+                .as_str()
+                .map(str::to_owned);
+            let pre = Preconditions {
+                resource_version: if pinned.is_some() && pinned != rv {
+                    pinned.clone()
+                } else {
+                    rv
+                },
+                uid: None,
+            };
+            match self.store.update(key, changed, &pre) {
+                Err(ApiError::Conflict { .. }) if pinned.is_none() => continue,
+                other => return other.map(|o| (StatusCode::OK, o)),
+            }
+        }
+        Err(ApiError::Internal(
+            "too many conflicting writes; try again".into(),
+        ))
+    }
+
+    fn patch(&self, kind: PatchType, body: &[u8]) -> Result<HttpResponse, ApiError> {
+        let key = self.key()?;
+        let patch = match kind {
+            PatchType::Apply => request::decode_yaml(body)?,
+            _ => request::decode_json(body)?,
+        };
+        let status_sub = has_sub(self.rt(), "status");
+        let schema = openapi::definitions().get(&self.rt().definition);
+        let create = (kind == PatchType::Apply).then_some(&patch);
+        let (code, object) = self.modify(&key, create, |current| {
+            let mut next = current.clone();
+            next["metadata"]["resourceVersion"] = Value::Null;
+            patch::apply(kind, &mut next, &patch, schema)?;
+            if next["metadata"]["resourceVersion"].is_null()
+                && let Some(m) = next["metadata"].as_object_mut()
+            {
+                m.remove("resourceVersion");
+            }
+            if let Some(n) = next["metadata"]["name"].as_str()
+                && n != key.name
+            {
+                return Err(ApiError::BadRequest(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({})",
+                    key.name
+                )));
+            }
+            if status_sub {
+                match current.get("status") {
+                    Some(s) => next["status"] = s.clone(),
+                    None => {
+                        if let Some(m) = next.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                }
+            }
+            Ok(next)
+        })?;
+        self.respond(code, &object)
+    }
+
+    fn delete(&self, body: &[u8]) -> Result<HttpResponse, ApiError> {
+        let key = self.key()?;
+        let mut pre = Preconditions::default();
+        let mut dry_run = self.params.get("dryRun").is_some();
+        if !body.iter().all(u8::is_ascii_whitespace) {
+            let opts = request::decode_json(body)?;
+            let p = &opts["preconditions"];
+            pre.uid = p["uid"].as_str().map(str::to_owned);
+            pre.resource_version = p["resourceVersion"].as_str().map(str::to_owned);
+            // kubectl puts dryRun in the DeleteOptions body.
+            dry_run |= opts["dryRun"]
+                .as_array()
+                .is_some_and(|d| d.iter().any(|v| v == "All"));
+        }
+        let store: Arc<dyn Store> = if dry_run {
+            Arc::new(DryRun(self.store.clone()))
+        } else {
+            self.store.clone()
+        };
+        let object = store.delete(&key, &pre).map_err(|e| match e {
+            ApiError::ObjectNotFound(_) => self.not_found(&key),
+            e => e,
+        })?;
+        if !dry_run && self.store.get(&key).is_some() {
+            // Finalizers hold it: deletion is accepted, not done.
+            return self.respond(StatusCode::ACCEPTED, &object);
+        }
+        Ok(HttpResponse::Ok().json(self.success(&key.name, &object)))
+    }
+
+    fn success(&self, name: &str, object: &Value) -> Value {
+        let rt = self.rt();
+        let mut details =
+            json!({ "name": name, "kind": rt.plural, "uid": object["metadata"]["uid"] });
+        if !rt.group.is_empty() {
+            details["group"] = json!(rt.group);
+        }
+        json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": details,
+        })
+    }
+
+    fn delete_collection(&self) -> Result<HttpResponse, ApiError> {
+        let filter = self.filter()?;
+        let resource = self.scope.resource();
+        let snapshot = self.store.snapshot(&resource);
+        for ((ns, name), object) in snapshot.iter(filter.namespace.as_deref(), None) {
+            if filter.matches(object) {
+                match self.store.delete(
+                    &ObjectKey::new(&resource, ns, name),
+                    &Preconditions::default(),
+                ) {
+                    Ok(_) | Err(ApiError::ObjectNotFound(_)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(HttpResponse::Ok().json(json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+        })))
+    }
+
+    fn view(&self, sub: Sub, object: &Value) -> Value {
+        match sub {
+            Sub::Status => object.clone(),
+            Sub::Scale => {
+                let meta = &object["metadata"];
+                let selector = object["spec"]["selector"]["matchLabels"]
+                    .as_object()
+                    .map(|m| {
+                        m.iter()
+                            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    })
+                    .unwrap_or_default();
+                let mut scale = json!({
+                    "kind": "Scale",
+                    "apiVersion": "autoscaling/v1",
+                    "metadata": {
+                        "name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"],
+                        "resourceVersion": meta["resourceVersion"], "creationTimestamp": meta["creationTimestamp"],
+                    },
+                    "spec": { "replicas": object["spec"]["replicas"].as_i64().unwrap_or(1) },
+                    "status": { "replicas": object["status"]["replicas"].as_i64().unwrap_or(0) },
+                });
+                if !selector.is_empty() {
+                    scale["status"]["selector"] = json!(selector);
+                }
+                scale
+            }
+        }
+    }
+
+    /// Writes a changed view back onto the object.
+    fn unview(&self, sub: Sub, current: &Value, view: &Value) -> Result<Value, ApiError> {
+        let mut next = current.clone();
+        match sub {
+            Sub::Status => {
+                next["status"] = view.get("status").cloned().unwrap_or(Value::Null);
+            }
+            Sub::Scale => {
+                let replicas = view["spec"]["replicas"].as_i64().ok_or_else(|| {
+                    validation::invalid(
+                        self.rt(),
+                        current["metadata"]["name"].as_str().unwrap_or_default(),
+                        "spec.replicas",
+                        "FieldValueRequired",
+                        "Required value".into(),
+                    )
+                })?;
+                if replicas < 0 {
+                    return Err(validation::invalid(
+                        self.rt(),
+                        current["metadata"]["name"].as_str().unwrap_or_default(),
+                        "spec.replicas",
+                        "FieldValueInvalid",
+                        format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+                    ));
+                }
+                next["spec"]["replicas"] = json!(replicas);
+            }
+        }
+        if let Some(rv) = view["metadata"]["resourceVersion"].as_str() {
+            next["metadata"]["resourceVersion"] = json!(rv);
+        }
+        Ok(next)
+    }
+
+    fn get_sub(&self, sub: Sub) -> Result<HttpResponse, ApiError> {
+        let key = self.key()?;
+        let object = self.current(&key)?;
+        Ok(HttpResponse::Ok().json(self.view(sub, &object)))
+    }
+
+    fn update_sub(&self, sub: Sub, body: Value) -> Result<HttpResponse, ApiError> {
+        let key = self.key()?;
+        let current = self.current(&key)?;
+        let next = self.unview(sub, &current, &body)?;
+        let updated = self.store.update(&key, next, &Preconditions::default())?;
+        Ok(HttpResponse::Ok().json(self.view(sub, &updated)))
+    }
+
+    fn patch_sub(&self, sub: Sub, kind: PatchType, body: &[u8]) -> Result<HttpResponse, ApiError> {
+        let key = self.key()?;
+        let schema = openapi::definitions().get(&self.rt().definition);
+        let patch = request::decode_json(body)?;
+        let (_, updated) = self.modify(&key, None, |current| {
+            let mut view = self.view(sub, current);
+            let rv = view["metadata"]["resourceVersion"].take();
+            let schema = match sub {
+                Sub::Status => schema,
+                Sub::Scale => openapi::definitions().get("io.k8s.api.autoscaling.v1.Scale"),
+            };
+            patch::apply(kind, &mut view, &patch, schema)?;
+            if view["metadata"]["resourceVersion"].is_null() {
+                view["metadata"]["resourceVersion"] = rv;
+            }
+            let mut next = self.unview(sub, current, &view)?;
+            if view["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"]
+                && let Some(m) = next["metadata"].as_object_mut()
+            {
+                m.remove("resourceVersion");
+            }
+            Ok(next)
+        })?;
+        Ok(HttpResponse::Ok().json(self.view(sub, &updated)))
+    }
+}
+
+fn encode_continue(snapshot: &Snapshot, ns: &str, name: &str) -> String {
+    let c = Continue {
+        v: "meta.k8s.io/v1".into(),
+        rv: snapshot.rv,
+        ns: ns.to_owned(),
+        name: name.to_owned(),
+    };
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(&c).unwrap_or_default())
+}
+
+fn decode_continue(token: &str) -> Result<Continue, ApiError> {
+    URL_SAFE_NO_PAD
+        .decode(token.trim_end_matches('='))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Continue>(&b).ok())
+        .filter(|c| c.v == "meta.k8s.io/v1")
+        .ok_or_else(|| ApiError::BadRequest("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)".into()))
+}
+
+/// Five characters from upstream's alphabet for `generateName`.
+fn random_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let bytes = uuid::Uuid::new_v4().into_bytes();
+    bytes[..5]
+        .iter()
+        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .collect()
 }

@@ -1,0 +1,205 @@
+//! Reading a resource request: the path (which type, namespace, name,
+//! subresource), the query, the body (JSON, YAML-flavoured JSON, protobuf) and
+//! the response format the client accepts.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use actix_web::{HttpRequest, web};
+use futures_util::StreamExt;
+use serde_json::Value;
+
+use crate::api::protobuf;
+use crate::api::table::{self, IncludeObject};
+use crate::error::ApiError;
+use crate::resources::{ResourceRegistry, ResourceType};
+
+/// The largest request body kube-apiserver reads (3 MiB).
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// Where a request points.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    /// The resource type.
+    pub rt: Arc<ResourceType>,
+    /// Namespace from the path.
+    pub namespace: Option<String>,
+    /// Object name from the path.
+    pub name: Option<String>,
+    /// Subresource from the path.
+    pub subresource: Option<String>,
+}
+
+impl Scope {
+    /// The store key of the type: `pods`, `deployments.apps`.
+    pub fn resource(&self) -> String {
+        group_resource(&self.rt)
+    }
+}
+
+/// The store key of a type: `pods`, `deployments.apps`.
+pub fn group_resource(rt: &ResourceType) -> String {
+    if rt.group.is_empty() {
+        rt.plural.clone()
+    } else {
+        format!("{}.{}", rt.plural, rt.group)
+    }
+}
+
+/// Parses the part of the path after `/api/v1/` or `/apis/{group}/{version}/`.
+pub fn parse_path(
+    registry: &ResourceRegistry,
+    group: &str,
+    version: &str,
+    path: &str,
+) -> Result<Scope, ApiError> {
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let lookup = |plural: &str| registry.lookup(group, version, plural);
+    let namespaced_type = |plural: &str| lookup(plural).filter(|rt| rt.namespaced);
+    let (rt, namespace, rest) = match segs.as_slice() {
+        ["namespaces", ns, plural, rest @ ..]
+            if rest.len() <= 2 && namespaced_type(plural).is_some() =>
+        {
+            (namespaced_type(plural), Some((*ns).to_owned()), rest)
+        }
+        [plural, rest @ ..] if rest.len() <= 2 => (lookup(plural), None, rest),
+        _ => (None, None, &[][..]),
+    };
+    let rt = rt.ok_or(ApiError::NotFound)?;
+    if rt.namespaced && namespace.is_none() && !rest.is_empty() {
+        // A namespaced object can only be named inside its namespace.
+        return Err(ApiError::NotFound);
+    }
+    Ok(Scope {
+        rt,
+        namespace,
+        name: rest.first().map(|s| (*s).to_owned()),
+        subresource: rest.get(1).map(|s| (*s).to_owned()),
+    })
+}
+
+/// The query parameters, by name.
+#[derive(Debug, Default)]
+pub struct Params(HashMap<String, String>);
+
+impl Params {
+    /// Parses the query string.
+    pub fn parse(query: &str) -> Result<Self, ApiError> {
+        web::Query::<HashMap<String, String>>::from_query(query)
+            .map(|q| Params(q.into_inner()))
+            .map_err(|e| ApiError::BadRequest(format!("invalid query: {e}")))
+    }
+
+    /// One parameter, if present and not empty.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// A boolean parameter (`true`/`1`).
+    pub fn flag(&self, name: &str) -> bool {
+        matches!(self.get(name), Some("true" | "1"))
+    }
+
+    /// A non-negative integer parameter; 400 if malformed.
+    pub fn number(&self, name: &str) -> Result<Option<u64>, ApiError> {
+        self.get(name)
+            .map(|v| {
+                v.parse::<i64>()
+                    .map(|n| n.max(0) as u64)
+                    .map_err(|_| ApiError::BadRequest(format!("invalid {name}: {v}")))
+            })
+            .transpose()
+    }
+}
+
+/// The format a response is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// JSON (also answered to clients that accept protobuf beside JSON).
+    Json,
+    /// A `meta.k8s.io/v1` Table.
+    Table(IncludeObject),
+}
+
+/// Chooses the response format from Accept; 406 when nothing we write is accepted.
+pub fn negotiate(req: &HttpRequest, params: &Params) -> Result<Output, ApiError> {
+    let accept = header(req, "accept");
+    if table::wants_table(accept) {
+        return Ok(Output::Table(IncludeObject::parse(
+            params.get("includeObject"),
+        )));
+    }
+    let ok = accept.trim().is_empty()
+        || accept.split(',').any(|part| {
+            let media = part.split(';').next().unwrap_or_default().trim();
+            matches!(
+                media,
+                "*/*"
+                    | "application/*"
+                    | "application/json"
+                    | "application/yaml"
+                    | protobuf::CONTENT_TYPE
+            ) || media.ends_with("+json")
+        });
+    if ok {
+        Ok(Output::Json)
+    } else {
+        Err(ApiError::NotAcceptable(
+            "application/json, application/yaml, application/vnd.kubernetes.protobuf".into(),
+        ))
+    }
+}
+
+/// A request header as text (empty when absent or not text).
+pub fn header<'a>(req: &'a HttpRequest, name: &str) -> &'a str {
+    req.headers()
+        .get(name)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default()
+}
+
+/// Reads the body, refusing more than [`MAX_BODY`] with 413.
+pub async fn read_body(mut payload: web::Payload) -> Result<Vec<u8>, ApiError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|e| ApiError::BadRequest(format!("reading body: {e}")))?;
+        if body.len() + chunk.len() > MAX_BODY {
+            return Err(ApiError::TooLarge(format!(
+                "Request entity too large: limit is {MAX_BODY}"
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// Decodes an object body by its Content-Type.
+pub fn decode_object(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
+    if protobuf::is_protobuf(content_type) {
+        return protobuf::decode(body);
+    }
+    let media = content_type.split(';').next().unwrap_or_default().trim();
+    match media {
+        "" | "application/json" | "*/*" => decode_json(body),
+        "application/yaml" => decode_yaml(body),
+        _ => Err(ApiError::UnsupportedMediaType(
+            "application/json, application/yaml, application/vnd.kubernetes.protobuf".into(),
+        )),
+    }
+}
+
+/// Parses a YAML body (JSON is YAML too).
+pub fn decode_yaml(body: &[u8]) -> Result<Value, ApiError> {
+    serde_norway::from_slice(body)
+        .map_err(|e| ApiError::BadRequest(format!("error converting YAML to JSON: {e}")))
+}
+
+/// Parses a JSON body, worded as upstream's decoder.
+pub fn decode_json(body: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::BadRequest(format!("couldn't get version/kind; json parse error: {e}"))
+    })
+}

@@ -1,0 +1,147 @@
+//! Checks on a written object that do not depend on its kind's schema: type
+//! meta against the URL, names (DNS-1123), namespace agreement.
+
+use serde_json::Value;
+
+use crate::error::{ApiError, Cause, Target};
+use crate::resources::ResourceType;
+
+const SUBDOMAIN: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const LABEL: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+fn is_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+fn is_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_label)
+}
+
+/// Kinds whose names must be DNS-1123 labels rather than subdomains.
+fn needs_label(rt: &ResourceType) -> bool {
+    rt.group.is_empty() && matches!(rt.kind.as_str(), "Namespace" | "Service")
+}
+
+/// An Invalid error for one field of `rt`'s object `name`.
+pub fn invalid(
+    rt: &ResourceType,
+    name: &str,
+    field: &str,
+    reason: &str,
+    message: String,
+) -> ApiError {
+    ApiError::Invalid {
+        target: Target {
+            name: name.to_owned(),
+            group: rt.group.clone(),
+            kind: rt.kind.clone(),
+        },
+        kind: rt.kind.clone(),
+        causes: vec![Cause {
+            reason: reason.to_owned(),
+            message,
+            field: field.to_owned(),
+        }],
+    }
+}
+
+/// Checks `name` is valid for `rt`.
+pub fn check_name(rt: &ResourceType, name: &str) -> Result<(), ApiError> {
+    let (ok, rule) = if needs_label(rt) {
+        (is_label(name), LABEL)
+    } else {
+        (is_subdomain(name), SUBDOMAIN)
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(
+            rt,
+            name,
+            "metadata.name",
+            "FieldValueInvalid",
+            format!("Invalid value: \"{name}\": {rule}"),
+        ))
+    }
+}
+
+/// Checks the body is an object whose `apiVersion` and `kind` name `rt`,
+/// filling them in when absent.
+pub fn check_type_meta(
+    rt: &ResourceType,
+    body: &mut Value,
+    expect_kind: &str,
+    expect_api: &str,
+) -> Result<(), ApiError> {
+    let Some(map) = body.as_object_mut() else {
+        return Err(ApiError::BadRequest(format!(
+            "Object 'Kind' is missing in '{}'",
+            body.to_string().chars().take(200).collect::<String>()
+        )));
+    };
+    // As upstream's decoder: type meta absent from the body defaults to the
+    // URL's; present, it must agree.
+    match map.get("kind").and_then(Value::as_str) {
+        None | Some("") => {
+            map.insert("kind".into(), Value::String(expect_kind.to_owned()));
+        }
+        Some(kind) if kind != expect_kind => {
+            return Err(ApiError::BadRequest(format!(
+                "the object provided is unrecognized (must be of type {expect_kind}): kind {kind} in the body"
+            )));
+        }
+        _ => {}
+    }
+    match map.get("apiVersion").and_then(Value::as_str) {
+        None | Some("") => {
+            map.insert("apiVersion".into(), Value::String(expect_api.to_owned()));
+        }
+        Some(api) if api != expect_api => {
+            return Err(ApiError::BadRequest(format!(
+                "the API version in the data ({api}) does not match the expected API version ({expect_api})"
+            )));
+        }
+        _ => {}
+    }
+    if !map.get("metadata").is_none_or(Value::is_object) {
+        return Err(invalid(
+            rt,
+            "",
+            "metadata",
+            "FieldValueInvalid",
+            "Invalid value: must be an object".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the body's namespace agrees with the URL's.
+pub fn check_namespace(body: &Value, namespace: Option<&str>) -> Result<(), ApiError> {
+    match (body["metadata"]["namespace"].as_str(), namespace) {
+        (Some(b), Some(u)) if !b.is_empty() && b != u => Err(ApiError::BadRequest(
+            "the namespace of the provided object does not match the namespace sent on the request"
+                .into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dns_names() {
+        assert!(is_subdomain("web-1.example"));
+        assert!(!is_subdomain("Web"));
+        assert!(!is_subdomain("-a"));
+        assert!(!is_subdomain("a_b"));
+        assert!(is_label("default"));
+        assert!(!is_label("a.b"));
+    }
+}

@@ -1,0 +1,110 @@
+//! `dryRun=All`: a [`Store`] view that checks writes as the real store would
+//! (existence, namespace, resourceVersion) and answers what would be stored,
+//! without storing anything.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{
+    NAMESPACES, Object, ObjectKey, Preconditions, Snapshot, Store, Subscription, WatchFrom,
+};
+use crate::error::{ApiError, Target};
+
+/// Reads go to the inner store; writes change nothing.
+#[derive(Debug)]
+pub struct DryRun(pub Arc<dyn Store>);
+
+fn target(key: &ObjectKey) -> Target {
+    let (kind, group) = super::split_group_resource(&key.resource);
+    Target {
+        name: key.name.clone(),
+        group: group.to_owned(),
+        kind: kind.to_owned(),
+    }
+}
+
+impl Store for DryRun {
+    fn resource_version(&self) -> u64 {
+        self.0.resource_version()
+    }
+
+    fn get(&self, key: &ObjectKey) -> Option<Object> {
+        self.0.get(key)
+    }
+
+    fn snapshot(&self, resource: &str) -> Snapshot {
+        self.0.snapshot(resource)
+    }
+
+    fn snapshot_at(&self, resource: &str, rv: u64) -> Result<Snapshot, ApiError> {
+        self.0.snapshot_at(resource, rv)
+    }
+
+    fn retain_snapshot(&self, resource: &str, snapshot: &Snapshot) {
+        self.0.retain_snapshot(resource, snapshot);
+    }
+
+    fn create(&self, key: &ObjectKey, mut object: Value) -> Result<Object, ApiError> {
+        if !key.namespace.is_empty()
+            && self
+                .0
+                .get(&ObjectKey::new(NAMESPACES, "", &key.namespace))
+                .is_none()
+        {
+            return Err(ApiError::ObjectNotFound(Target {
+                name: key.namespace.clone(),
+                group: String::new(),
+                kind: NAMESPACES.into(),
+            }));
+        }
+        if self.0.get(key).is_some() {
+            return Err(ApiError::AlreadyExists(target(key)));
+        }
+        object["metadata"]["name"] = json!(key.name);
+        if !key.namespace.is_empty() {
+            object["metadata"]["namespace"] = json!(key.namespace);
+        }
+        Ok(Arc::new(object))
+    }
+
+    fn update(
+        &self,
+        key: &ObjectKey,
+        mut object: Value,
+        pre: &Preconditions,
+    ) -> Result<Object, ApiError> {
+        let current = self
+            .0
+            .get(key)
+            .ok_or_else(|| ApiError::ObjectNotFound(target(key)))?;
+        let rv = current["metadata"]["resourceVersion"].clone();
+        let stale = pre
+            .resource_version
+            .as_deref()
+            .is_some_and(|p| Some(p) != rv.as_str())
+            || object["metadata"]["resourceVersion"]
+                .as_str()
+                .is_some_and(|p| !p.is_empty() && Some(p) != rv.as_str());
+        if stale {
+            return Err(ApiError::Conflict {
+                target: target(key),
+                message: "the object has been modified; please apply your changes to the latest version and try again".into(),
+            });
+        }
+        for field in ["uid", "creationTimestamp", "generation", "resourceVersion"] {
+            object["metadata"][field] = current["metadata"][field].clone();
+        }
+        Ok(Arc::new(object))
+    }
+
+    fn delete(&self, key: &ObjectKey, _pre: &Preconditions) -> Result<Object, ApiError> {
+        self.0
+            .get(key)
+            .ok_or_else(|| ApiError::ObjectNotFound(target(key)))
+    }
+
+    fn watch(&self, resource: &str, from: WatchFrom) -> Result<Subscription, ApiError> {
+        self.0.watch(resource, from)
+    }
+}

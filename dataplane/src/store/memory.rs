@@ -1,0 +1,698 @@
+//! The in-memory [`Store`]: one lock per cluster, copy-on-write maps per
+//! resource so lists and watches take snapshots in O(1), and a bounded history.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use kemu_shared::SharedClock;
+use parking_lot::RwLock;
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use super::{
+    Event, EventKind, NAMESPACES, Object, ObjectKey, Preconditions, Snapshot, Store, Subscription,
+    WatchFrom, split_group_resource,
+};
+use crate::error::{ApiError, Target};
+
+/// The namespaces every cluster has from the start.
+pub const INITIAL_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// How much a store keeps.
+#[derive(Debug, Clone)]
+pub struct StoreLimits {
+    /// Most events kept for watch resume.
+    pub history: usize,
+    /// How long (on the clock) an event or a list snapshot is kept, as etcd
+    /// compaction bounds kube-apiserver's.
+    pub retention: Duration,
+    /// Largest stored object, in bytes of JSON (etcd's request limit).
+    pub max_object_bytes: usize,
+    /// Events a live watcher may fall behind before it must catch up from
+    /// the history.
+    pub fanout: usize,
+    /// Most list snapshots kept for `continue` tokens.
+    pub snapshots: usize,
+}
+
+impl Default for StoreLimits {
+    fn default() -> Self {
+        Self {
+            history: 100_000,
+            retention: Duration::from_secs(300),
+            max_object_bytes: 1_572_864,
+            fanout: 8192,
+            snapshots: 64,
+        }
+    }
+}
+
+type ObjectMap = BTreeMap<(String, String), Object>;
+
+#[derive(Default)]
+struct State {
+    rv: u64,
+    resources: HashMap<String, Arc<ObjectMap>>,
+    history: VecDeque<(DateTime<Utc>, Arc<Event>)>,
+    /// The newest resourceVersion no longer in the history.
+    compacted: u64,
+    snapshots: VecDeque<(String, DateTime<Utc>, Snapshot)>,
+}
+
+/// A cluster's objects in memory.
+pub struct MemoryStore {
+    clock: SharedClock,
+    limits: StoreLimits,
+    state: RwLock<State>,
+    events: broadcast::Sender<Arc<Event>>,
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore")
+            .field("rv", &self.state.read().rv)
+            .finish_non_exhaustive()
+    }
+}
+
+fn target(key: &ObjectKey) -> Target {
+    let (kind, group) = split_group_resource(&key.resource);
+    Target {
+        name: key.name.clone(),
+        group: group.to_owned(),
+        kind: kind.to_owned(),
+    }
+}
+
+fn conflict(key: &ObjectKey, message: &str) -> ApiError {
+    ApiError::Conflict {
+        target: target(key),
+        message: message.to_owned(),
+    }
+}
+
+const MODIFIED: &str =
+    "the object has been modified; please apply your changes to the latest version and try again";
+
+/// Everything but `metadata` and `status`: what bumps `generation`.
+fn spec_part(v: &Value) -> Option<Vec<(&String, &Value)>> {
+    v.as_object().map(|m| {
+        m.iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "kind" | "apiVersion"))
+            .collect()
+    })
+}
+
+fn meta_mut(v: &mut Value) -> &mut serde_json::Map<String, Value> {
+    if !v.get("metadata").is_some_and(Value::is_object) {
+        v["metadata"] = json!({});
+    }
+    match v.get_mut("metadata").and_then(Value::as_object_mut) {
+        Some(m) => m,
+        None => unreachable!("metadata was just made an object"),
+    }
+}
+
+fn has_finalizers(v: &Value) -> bool {
+    v["metadata"]["finalizers"]
+        .as_array()
+        .is_some_and(|f| !f.is_empty())
+}
+
+impl MemoryStore {
+    /// A store holding the initial namespaces, on `clock`.
+    pub fn new(clock: SharedClock, limits: StoreLimits) -> Self {
+        let store = Self {
+            clock,
+            events: broadcast::channel(limits.fanout.max(16)).0,
+            limits,
+            state: RwLock::new(State::default()),
+        };
+        for ns in INITIAL_NAMESPACES {
+            let key = ObjectKey::new(NAMESPACES, "", ns);
+            let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            if let Err(e) = store.create(&key, obj) {
+                tracing::error!(error = %e, "initial namespace");
+            }
+        }
+        store
+    }
+
+    fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    fn timestamp(&self) -> String {
+        self.now().to_rfc3339_opts(SecondsFormat::Secs, true)
+    }
+
+    fn check_size(&self, key: &ObjectKey, v: &Value) -> Result<(), ApiError> {
+        let size = serde_json::to_vec(v).map(|b| b.len()).unwrap_or(usize::MAX);
+        if size > self.limits.max_object_bytes {
+            tracing::info!(?key, size, "object too large");
+            return Err(ApiError::TooLarge(
+                "Request entity too large: etcdserver: request is too large".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Applies one write under the lock: stamps the resourceVersion, updates the
+    /// resource's map, records and broadcasts the event.
+    fn commit(
+        &self,
+        st: &mut State,
+        kind: EventKind,
+        key: &ObjectKey,
+        mut object: Value,
+        prev: Option<Object>,
+    ) -> Object {
+        st.rv += 1;
+        meta_mut(&mut object).insert("resourceVersion".into(), json!(st.rv.to_string()));
+        let object = Arc::new(object);
+        let map = Arc::make_mut(st.resources.entry(key.resource.clone()).or_default());
+        let map_key = (key.namespace.clone(), key.name.clone());
+        match kind {
+            EventKind::Deleted => {
+                map.remove(&map_key);
+            }
+            _ => {
+                map.insert(map_key, object.clone());
+            }
+        }
+        let event = Arc::new(Event {
+            rv: st.rv,
+            kind,
+            key: key.clone(),
+            object: object.clone(),
+            prev,
+            encoded: Default::default(),
+        });
+        let now = self.now();
+        st.history.push_back((now, event.clone()));
+        self.compact(st, now);
+        // Never waits: a watcher that falls behind notices and catches up from
+        // the history, or is told its resourceVersion is too old.
+        let _ = self.events.send(event);
+        object
+    }
+
+    fn compact(&self, st: &mut State, now: DateTime<Utc>) {
+        let horizon = now - chrono::Duration::from_std(self.limits.retention).unwrap_or_default();
+        while let Some((at, ev)) = st.history.front() {
+            if st.history.len() > self.limits.history || *at < horizon {
+                st.compacted = ev.rv;
+                st.history.pop_front();
+            } else {
+                break;
+            }
+        }
+        st.snapshots.retain(|(_, at, _)| *at >= horizon);
+    }
+
+    fn check_preconditions(
+        key: &ObjectKey,
+        current: &Value,
+        pre: &Preconditions,
+    ) -> Result<(), ApiError> {
+        let meta = &current["metadata"];
+        if let Some(uid) = &pre.uid
+            && meta["uid"].as_str() != Some(uid.as_str())
+        {
+            return Err(conflict(
+                key,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta["uid"].as_str().unwrap_or_default()
+                ),
+            ));
+        }
+        if let Some(rv) = &pre.resource_version
+            && meta["resourceVersion"].as_str() != Some(rv.as_str())
+        {
+            return Err(conflict(key, MODIFIED));
+        }
+        Ok(())
+    }
+
+    fn delete_locked(
+        &self,
+        st: &mut State,
+        key: &ObjectKey,
+        pre: &Preconditions,
+    ) -> Result<Object, ApiError> {
+        let current = st
+            .resources
+            .get(&key.resource)
+            .and_then(|m| m.get(&(key.namespace.clone(), key.name.clone())))
+            .cloned()
+            .ok_or_else(|| ApiError::ObjectNotFound(target(key)))?;
+        Self::check_preconditions(key, &current, pre)?;
+        if has_finalizers(&current) {
+            if current["metadata"]["deletionTimestamp"].is_string() {
+                return Ok(current);
+            }
+            let mut marked = (*current).clone();
+            let meta = meta_mut(&mut marked);
+            meta.insert("deletionTimestamp".into(), json!(self.timestamp()));
+            meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+            return Ok(self.commit(st, EventKind::Modified, key, marked, Some(current)));
+        }
+        if key.resource == NAMESPACES {
+            // No namespace controller yet: its contents go with it, each with
+            // its own DELETED event.
+            let inside: Vec<ObjectKey> = st
+                .resources
+                .iter()
+                .flat_map(|(resource, map)| {
+                    map.keys()
+                        .filter(|(ns, _)| *ns == key.name)
+                        .map(|(ns, name)| ObjectKey::new(resource, ns, name))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            for child in inside {
+                if let Some(obj) = st
+                    .resources
+                    .get(&child.resource)
+                    .and_then(|m| m.get(&(child.namespace.clone(), child.name.clone())))
+                    .cloned()
+                {
+                    self.commit(st, EventKind::Deleted, &child, (*obj).clone(), Some(obj));
+                }
+            }
+        }
+        Ok(self.commit(
+            st,
+            EventKind::Deleted,
+            key,
+            (*current).clone(),
+            Some(current),
+        ))
+    }
+}
+
+impl Store for MemoryStore {
+    fn resource_version(&self) -> u64 {
+        self.state.read().rv
+    }
+
+    fn get(&self, key: &ObjectKey) -> Option<Object> {
+        self.state
+            .read()
+            .resources
+            .get(&key.resource)?
+            .get(&(key.namespace.clone(), key.name.clone()))
+            .cloned()
+    }
+
+    fn snapshot(&self, resource: &str) -> Snapshot {
+        let st = self.state.read();
+        Snapshot {
+            rv: st.rv,
+            objects: st.resources.get(resource).cloned().unwrap_or_default(),
+        }
+    }
+
+    fn snapshot_at(&self, resource: &str, rv: u64) -> Result<Snapshot, ApiError> {
+        let mut st = self.state.write();
+        self.compact(&mut st, self.now());
+        if let Some((_, _, s)) = st
+            .snapshots
+            .iter()
+            .find(|(r, _, s)| r == resource && s.rv == rv)
+        {
+            return Ok(s.clone());
+        }
+        if st.rv == rv {
+            return Ok(Snapshot {
+                rv,
+                objects: st.resources.get(resource).cloned().unwrap_or_default(),
+            });
+        }
+        Err(ApiError::Gone(
+            "The provided continue parameter is too old to display a consistent list result. \
+             You can start a new list without the continue parameter, or use the continue token \
+             in this response to retrieve the remainder of the results. Continuing with the \
+             provided token results in an inconsistent list - objects that were created, \
+             modified, or deleted between the time the first chunk was returned and now may show \
+             up in the list."
+                .into(),
+        ))
+    }
+
+    fn retain_snapshot(&self, resource: &str, snapshot: &Snapshot) {
+        let mut st = self.state.write();
+        if st
+            .snapshots
+            .iter()
+            .any(|(r, _, s)| r == resource && s.rv == snapshot.rv)
+        {
+            return;
+        }
+        let now = self.now();
+        st.snapshots
+            .push_back((resource.to_owned(), now, snapshot.clone()));
+        while st.snapshots.len() > self.limits.snapshots {
+            st.snapshots.pop_front();
+        }
+    }
+
+    fn create(&self, key: &ObjectKey, mut object: Value) -> Result<Object, ApiError> {
+        let now = self.timestamp();
+        let has_spec = object.get("spec").is_some();
+        let meta = meta_mut(&mut object);
+        meta.insert("name".into(), json!(key.name));
+        if key.namespace.is_empty() {
+            meta.remove("namespace");
+        } else {
+            meta.insert("namespace".into(), json!(key.namespace));
+        }
+        meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+        meta.insert("creationTimestamp".into(), json!(now));
+        meta.remove("resourceVersion");
+        meta.remove("deletionTimestamp");
+        meta.remove("deletionGracePeriodSeconds");
+        if has_spec {
+            meta.insert("generation".into(), json!(1));
+        } else {
+            meta.remove("generation");
+        }
+        if key.resource == NAMESPACES {
+            let labels = meta
+                .entry("labels")
+                .or_insert_with(|| json!({}))
+                .as_object_mut();
+            if let Some(labels) = labels {
+                labels.insert("kubernetes.io/metadata.name".into(), json!(key.name));
+            }
+            object["spec"] = json!({"finalizers": ["kubernetes"]});
+            object["status"] = json!({"phase": "Active"});
+        }
+        self.check_size(key, &object)?;
+        let mut st = self.state.write();
+        if !key.namespace.is_empty()
+            && !st
+                .resources
+                .get(NAMESPACES)
+                .is_some_and(|m| m.contains_key(&(String::new(), key.namespace.clone())))
+        {
+            return Err(ApiError::ObjectNotFound(Target {
+                name: key.namespace.clone(),
+                group: String::new(),
+                kind: NAMESPACES.into(),
+            }));
+        }
+        if st
+            .resources
+            .get(&key.resource)
+            .is_some_and(|m| m.contains_key(&(key.namespace.clone(), key.name.clone())))
+        {
+            return Err(ApiError::AlreadyExists(target(key)));
+        }
+        Ok(self.commit(&mut st, EventKind::Added, key, object, None))
+    }
+
+    fn update(
+        &self,
+        key: &ObjectKey,
+        mut object: Value,
+        pre: &Preconditions,
+    ) -> Result<Object, ApiError> {
+        let mut st = self.state.write();
+        let current = st
+            .resources
+            .get(&key.resource)
+            .and_then(|m| m.get(&(key.namespace.clone(), key.name.clone())))
+            .cloned()
+            .ok_or_else(|| ApiError::ObjectNotFound(target(key)))?;
+        Self::check_preconditions(key, &current, pre)?;
+        let cur_meta = &current["metadata"];
+        if let Some(rv) = object["metadata"]["resourceVersion"].as_str()
+            && !rv.is_empty()
+            && Some(rv) != cur_meta["resourceVersion"].as_str()
+        {
+            return Err(conflict(key, MODIFIED));
+        }
+        if let Some(uid) = object["metadata"]["uid"].as_str()
+            && !uid.is_empty()
+            && Some(uid) != cur_meta["uid"].as_str()
+        {
+            return Err(conflict(
+                key,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    cur_meta["uid"].as_str().unwrap_or_default()
+                ),
+            ));
+        }
+        let spec_changed = spec_part(&object) != spec_part(&current);
+        let meta = meta_mut(&mut object);
+        for field in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ] {
+            match cur_meta.get(field) {
+                Some(v) if !v.is_null() => {
+                    meta.insert(field.into(), v.clone());
+                }
+                _ => {
+                    meta.remove(field);
+                }
+            }
+        }
+        meta.insert("name".into(), json!(key.name));
+        if !key.namespace.is_empty() {
+            meta.insert("namespace".into(), json!(key.namespace));
+        }
+        match cur_meta["generation"].as_i64() {
+            Some(g) => {
+                meta.insert(
+                    "generation".into(),
+                    json!(if spec_changed { g + 1 } else { g }),
+                );
+            }
+            None => {
+                meta.remove("generation");
+            }
+        }
+        meta.insert(
+            "resourceVersion".into(),
+            cur_meta["resourceVersion"].clone(),
+        );
+        if object == *current {
+            // A no-op write changes nothing, as upstream: same resourceVersion.
+            return Ok(current);
+        }
+        self.check_size(key, &object)?;
+        if object["metadata"]["deletionTimestamp"].is_string() && !has_finalizers(&object) {
+            return Ok(self.commit(&mut st, EventKind::Deleted, key, object, Some(current)));
+        }
+        Ok(self.commit(&mut st, EventKind::Modified, key, object, Some(current)))
+    }
+
+    fn delete(&self, key: &ObjectKey, pre: &Preconditions) -> Result<Object, ApiError> {
+        let mut st = self.state.write();
+        self.delete_locked(&mut st, key, pre)
+    }
+
+    fn watch(&self, resource: &str, from: WatchFrom) -> Result<Subscription, ApiError> {
+        let mut st = self.state.write();
+        self.compact(&mut st, self.now());
+        let live = self.events.subscribe();
+        match from {
+            WatchFrom::Now => Ok(Subscription {
+                initial: Some(Snapshot {
+                    rv: st.rv,
+                    objects: st.resources.get(resource).cloned().unwrap_or_default(),
+                }),
+                backlog: Vec::new(),
+                live,
+                rv: st.rv,
+            }),
+            WatchFrom::After(rv) => {
+                if rv < st.compacted {
+                    let oldest = st.history.front().map_or(st.rv, |(_, e)| e.rv);
+                    return Err(ApiError::Gone(format!(
+                        "too old resource version: {rv} ({oldest})"
+                    )));
+                }
+                let start = st.history.partition_point(|(_, e)| e.rv <= rv);
+                let backlog = st
+                    .history
+                    .range(start..)
+                    .filter(|(_, e)| e.key.resource == resource)
+                    .map(|(_, e)| e.clone())
+                    .collect();
+                Ok(Subscription {
+                    initial: None,
+                    backlog,
+                    live,
+                    rv: st.rv,
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kemu_shared::FakeClock;
+
+    fn store() -> (Arc<FakeClock>, MemoryStore) {
+        let clock = FakeClock::at_epoch();
+        (
+            clock.clone(),
+            MemoryStore::new(clock, StoreLimits::default()),
+        )
+    }
+
+    fn cm(name: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "1"}})
+    }
+
+    #[test]
+    fn starts_with_the_four_namespaces() {
+        let (_, s) = store();
+        let snap = s.snapshot(NAMESPACES);
+        let names: Vec<&str> = snap.iter(None, None).map(|(k, _)| k.1.as_str()).collect();
+        assert_eq!(
+            names,
+            ["default", "kube-node-lease", "kube-public", "kube-system"]
+        );
+        assert_eq!(s.resource_version(), 4);
+    }
+
+    #[test]
+    fn create_stamps_and_needs_a_namespace() {
+        let (_, s) = store();
+        let k = ObjectKey::new("configmaps", "default", "a");
+        let o = s.create(&k, cm("a")).unwrap();
+        assert_eq!(o["metadata"]["resourceVersion"], "5");
+        assert_eq!(o["metadata"]["creationTimestamp"], "2026-01-01T00:00:00Z");
+        assert!(o["metadata"]["uid"].is_string());
+        assert!(o["metadata"].get("generation").is_none());
+        assert!(matches!(
+            s.create(&k, cm("a")),
+            Err(ApiError::AlreadyExists(_))
+        ));
+        let err = s
+            .create(&ObjectKey::new("configmaps", "nope", "a"), cm("a"))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "namespaces \"nope\" not found");
+        assert_eq!(s.resource_version(), 5, "failed writes change nothing");
+    }
+
+    #[test]
+    fn stale_updates_conflict_and_generation_follows_spec() {
+        let (_, s) = store();
+        let k = ObjectKey::new("deployments.apps", "default", "web");
+        let d = json!({"metadata": {"name": "web"}, "spec": {"replicas": 1}});
+        let o = s.create(&k, d).unwrap();
+        assert_eq!(o["metadata"]["generation"], 1);
+        let mut a = (*o).clone();
+        a["spec"]["replicas"] = json!(2);
+        let a = s.update(&k, a, &Preconditions::default()).unwrap();
+        assert_eq!(a["metadata"]["generation"], 2);
+        let mut stale = (*o).clone();
+        stale["spec"]["replicas"] = json!(3);
+        let err = s.update(&k, stale, &Preconditions::default()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("Operation cannot be fulfilled on deployments.apps \"web\": {MODIFIED}")
+        );
+        let mut status = (*a).clone();
+        status["status"] = json!({"replicas": 2});
+        let b = s.update(&k, status, &Preconditions::default()).unwrap();
+        assert_eq!(
+            b["metadata"]["generation"], 2,
+            "status does not bump generation"
+        );
+        let same = s
+            .update(&k, (*b).clone(), &Preconditions::default())
+            .unwrap();
+        assert_eq!(
+            same["metadata"]["resourceVersion"],
+            b["metadata"]["resourceVersion"]
+        );
+    }
+
+    #[test]
+    fn finalizers_hold_deletion_and_namespaces_take_their_contents() {
+        let (_, s) = store();
+        let ns = ObjectKey::new(NAMESPACES, "", "team");
+        s.create(&ns, json!({"metadata": {}})).unwrap();
+        let k = ObjectKey::new("configmaps", "team", "a");
+        let mut obj = cm("a");
+        obj["metadata"]["finalizers"] = json!(["x/y"]);
+        s.create(&k, obj).unwrap();
+        let marked = s.delete(&k, &Preconditions::default()).unwrap();
+        assert!(marked["metadata"]["deletionTimestamp"].is_string());
+        let mut release = (*marked).clone();
+        release["metadata"]["finalizers"] = json!([]);
+        s.update(&k, release, &Preconditions::default()).unwrap();
+        assert!(s.get(&k).is_none());
+        s.create(&ObjectKey::new("configmaps", "team", "b"), cm("b"))
+            .unwrap();
+        s.delete(&ns, &Preconditions::default()).unwrap();
+        assert!(s.get(&ObjectKey::new("configmaps", "team", "b")).is_none());
+    }
+
+    #[test]
+    fn too_large_objects_are_refused() {
+        let (_, s) = store();
+        let mut big = cm("big");
+        big["data"]["a"] = json!("x".repeat(1_600_000));
+        let err = s
+            .create(&ObjectKey::new("configmaps", "default", "big"), big)
+            .unwrap_err();
+        assert_eq!(err.reason(), "RequestEntityTooLarge");
+    }
+
+    #[test]
+    fn watch_resumes_from_history_and_expires() {
+        let (clock, s) = store();
+        for i in 0..3 {
+            s.create(
+                &ObjectKey::new("configmaps", "default", &format!("c{i}")),
+                cm("x"),
+            )
+            .unwrap();
+        }
+        let sub = s.watch("configmaps", WatchFrom::After(5)).unwrap();
+        let rvs: Vec<u64> = sub.backlog.iter().map(|e| e.rv).collect();
+        assert_eq!(rvs, [6, 7]);
+        let sub = s.watch("configmaps", WatchFrom::Now).unwrap();
+        assert_eq!(sub.initial.unwrap().objects.len(), 3);
+        clock.advance(Duration::from_secs(301));
+        s.create(&ObjectKey::new("configmaps", "default", "late"), cm("x"))
+            .unwrap();
+        let err = s.watch("configmaps", WatchFrom::After(5)).unwrap_err();
+        assert_eq!(err.to_string(), "too old resource version: 5 (8)");
+        assert!(s.watch("configmaps", WatchFrom::After(7)).is_ok());
+    }
+
+    #[test]
+    fn snapshots_stay_consistent_while_writes_go_on() {
+        let (clock, s) = store();
+        let k = ObjectKey::new("configmaps", "default", "a");
+        s.create(&k, cm("a")).unwrap();
+        let snap = s.snapshot("configmaps");
+        s.retain_snapshot("configmaps", &snap);
+        s.delete(&k, &Preconditions::default()).unwrap();
+        let again = s.snapshot_at("configmaps", snap.rv).unwrap();
+        assert_eq!(again.objects.len(), 1);
+        assert_eq!(s.snapshot("configmaps").objects.len(), 0);
+        clock.advance(Duration::from_secs(301));
+        assert_eq!(
+            s.snapshot_at("configmaps", snap.rv).unwrap_err().reason(),
+            "Expired"
+        );
+    }
+}

@@ -1,0 +1,213 @@
+//! The versioned object store of one cluster, behind the [`Store`] trait so an
+//! etcd implementation can follow the in-memory one ([`MemoryStore`]).
+//!
+//! Objects are kept as JSON values, keyed by group-resource (`deployments.apps`,
+//! `pods`), namespace and name, as kube-apiserver keys them in etcd. One
+//! resourceVersion counts every write of the cluster; each write is an
+//! [`Event`] kept in a bounded history so watches can resume, and broadcast to
+//! live watchers without ever waiting for them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::error::ApiError;
+
+mod dry_run;
+mod memory;
+
+pub use dry_run::DryRun;
+pub use memory::{INITIAL_NAMESPACES, MemoryStore, StoreLimits};
+
+/// An object's stored value: shared, never mutated in place.
+pub type Object = Arc<Value>;
+
+/// Where one object lives.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    /// Group-resource: `pods`, `deployments.apps`.
+    pub resource: String,
+    /// Namespace; empty for cluster-scoped objects.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// A key for `name` of `resource` in `namespace` (empty when cluster-scoped).
+    pub fn new(resource: &str, namespace: &str, name: &str) -> Self {
+        Self {
+            resource: resource.to_owned(),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+}
+
+/// The group-resource of namespaces, whose objects namespaced keys need.
+pub const NAMESPACES: &str = "namespaces";
+
+/// What kind of change an [`Event`] records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    /// The object was created.
+    Added,
+    /// The object changed.
+    Modified,
+    /// The object was removed.
+    Deleted,
+}
+
+impl EventKind {
+    /// The watch event `type`: `ADDED`, `MODIFIED`, `DELETED`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Added => "ADDED",
+            EventKind::Modified => "MODIFIED",
+            EventKind::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One write, as watchers see it.
+#[derive(Debug, Clone)]
+pub struct Event {
+    /// The cluster resourceVersion the write produced.
+    pub rv: u64,
+    /// What happened.
+    pub kind: EventKind,
+    /// The object's key.
+    pub key: ObjectKey,
+    /// The object after the write (for a delete: as it was, with the delete's
+    /// resourceVersion).
+    pub object: Object,
+    /// The object before the write (None for an add).
+    pub prev: Option<Object>,
+    /// `object` as JSON, encoded once for every watcher that sends it.
+    pub encoded: std::sync::OnceLock<bytes::Bytes>,
+}
+
+impl Event {
+    /// `object` as JSON bytes, encoded on first use and shared.
+    pub fn object_json(&self) -> &bytes::Bytes {
+        self.encoded.get_or_init(|| {
+            serde_json::to_vec(&*self.object)
+                .map(bytes::Bytes::from)
+                .unwrap_or_default()
+        })
+    }
+}
+
+/// Objects of one resource as of one resourceVersion, ordered by namespace and
+/// name. Cheap to take and to keep: the map is shared copy-on-write with the store.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The cluster resourceVersion the snapshot is consistent at.
+    pub rv: u64,
+    /// `(namespace, name)` → object.
+    pub objects: Arc<BTreeMap<(String, String), Object>>,
+}
+
+impl Snapshot {
+    /// Objects of `namespace` (every namespace when `None`) from `after`
+    /// (exclusive), in key order.
+    pub fn iter<'a>(
+        &'a self,
+        namespace: Option<&'a str>,
+        after: Option<&'a (String, String)>,
+    ) -> impl Iterator<Item = (&'a (String, String), &'a Object)> + 'a {
+        use std::ops::Bound;
+        let lower = match (after, namespace) {
+            (Some(k), _) => Bound::Excluded(k.clone()),
+            (None, Some(ns)) => Bound::Included((ns.to_owned(), String::new())),
+            (None, None) => Bound::Unbounded,
+        };
+        self.objects
+            .range((lower, Bound::Unbounded))
+            .take_while(move |((ns, _), _)| namespace.is_none_or(|want| want == ns))
+    }
+}
+
+/// Where a watch starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchFrom {
+    /// The current state of one resource (delivered as the subscription's
+    /// `initial` snapshot), then every later write.
+    Now,
+    /// Every write after this resourceVersion, from the history.
+    After(u64),
+}
+
+/// A live subscription to a cluster's writes, taken atomically with its start.
+#[derive(Debug)]
+pub struct Subscription {
+    /// For [`WatchFrom::Now`]: the state to send as synthetic `ADDED` events.
+    pub initial: Option<Snapshot>,
+    /// Writes already in the history after the requested resourceVersion.
+    pub backlog: Vec<Arc<Event>>,
+    /// Every later write, in order.
+    pub live: broadcast::Receiver<Arc<Event>>,
+    /// The cluster resourceVersion when the subscription was taken.
+    pub rv: u64,
+}
+
+/// A condition on the current object for a write to proceed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Preconditions {
+    /// The object must be at this resourceVersion.
+    pub resource_version: Option<String>,
+    /// The object must have this uid.
+    pub uid: Option<String>,
+}
+
+/// A versioned object store for one cluster.
+///
+/// Every write stamps `metadata.resourceVersion`; creates also stamp `uid`,
+/// `creationTimestamp` and `generation`; updates bump `generation` only when
+/// something outside `metadata` and `status` changed. Errors are the
+/// `metav1.Status` kube-apiserver answers (404, 409, 410, 413).
+pub trait Store: Send + Sync + std::fmt::Debug {
+    /// The cluster's current resourceVersion.
+    fn resource_version(&self) -> u64;
+
+    /// One object.
+    fn get(&self, key: &ObjectKey) -> Option<Object>;
+
+    /// Every object of `resource`, as of now.
+    fn snapshot(&self, resource: &str) -> Snapshot;
+
+    /// A snapshot taken earlier at `rv`, kept for paginated lists; 410 Gone
+    /// once it has expired.
+    fn snapshot_at(&self, resource: &str, rv: u64) -> Result<Snapshot, ApiError>;
+
+    /// Keeps `snapshot` for later pages of the same list.
+    fn retain_snapshot(&self, resource: &str, snapshot: &Snapshot);
+
+    /// Creates an object; `AlreadyExists` if the key is taken, `NotFound` if its
+    /// namespace does not exist.
+    fn create(&self, key: &ObjectKey, object: Value) -> Result<Object, ApiError>;
+
+    /// Replaces an object. A `metadata.resourceVersion` in `object` (or in
+    /// `pre`) that is not the current one gets 409 Conflict.
+    fn update(
+        &self,
+        key: &ObjectKey,
+        object: Value,
+        pre: &Preconditions,
+    ) -> Result<Object, ApiError>;
+
+    /// Deletes an object, or marks it for deletion while finalizers remain.
+    /// Deleting a namespace deletes everything in it.
+    fn delete(&self, key: &ObjectKey, pre: &Preconditions) -> Result<Object, ApiError>;
+
+    /// Subscribes to writes; 410 Gone when `from` is older than the history.
+    fn watch(&self, resource: &str, from: WatchFrom) -> Result<Subscription, ApiError>;
+}
+
+/// Splits a group-resource key into (resource, group): `deployments.apps` →
+/// (`deployments`, `apps`).
+pub fn split_group_resource(resource: &str) -> (&str, &str) {
+    resource.split_once('.').unwrap_or((resource, ""))
+}
