@@ -8,12 +8,15 @@
 //! - [`api`]: the API machinery over HTTP (so far `/version` and the health
 //!   endpoints), one file per concern.
 //! - [`resources`]: the resource registry: every type served, with its metadata.
+//! - [`controllers`]: the controllers, scheduler and simulated kubelet of a
+//!   cluster, behind a narrow client trait the store implements.
 //! - [`auth`]: who the caller is (client certificate, cloud token, anonymous).
 //! - [`identity`]: who is calling, read from the TLS connection.
 //! - [`error`]: the data plane's error enum, rendered as a `metav1.Status`.
 
 pub mod api;
 pub mod auth;
+pub mod controllers;
 pub mod engine;
 pub mod error;
 pub mod identity;
