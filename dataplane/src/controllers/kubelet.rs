@@ -493,7 +493,7 @@ impl Kubelet {
         for cs in new {
             let name = cs["name"].as_str().unwrap_or("");
             let before = old.iter().find(|o| o["name"] == name);
-            let was_started = before.is_some_and(|b| {
+            let was_running = before.is_some_and(|b| b["state"].get("running").is_some());
                 b["state"].get("running").is_some()
                     || b["restartCount"].as_i64().unwrap_or(0) > 0
                     || b["state"].get("terminated").is_some()
@@ -502,7 +502,7 @@ impl Kubelet {
             let restarts = cs["restartCount"].as_i64().unwrap_or(0);
             let image = cs["image"].as_str().unwrap_or("");
             let started = cs["state"].get("running").is_some();
-            if started && (!was_started || restarts > old_restarts) {
+            if started && (!was_running || restarts > old_restarts) {
                 self.event(
                     node,
                     pod,

@@ -30,6 +30,8 @@ pub mod replicaset;
 pub mod runtime;
 pub mod scheduler;
 pub mod selector;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 
