@@ -494,10 +494,6 @@ impl Kubelet {
             let name = cs["name"].as_str().unwrap_or("");
             let before = old.iter().find(|o| o["name"] == name);
             let was_running = before.is_some_and(|b| b["state"].get("running").is_some());
-                b["state"].get("running").is_some()
-                    || b["restartCount"].as_i64().unwrap_or(0) > 0
-                    || b["state"].get("terminated").is_some()
-            });
             let old_restarts = before.and_then(|b| b["restartCount"].as_i64()).unwrap_or(0);
             let restarts = cs["restartCount"].as_i64().unwrap_or(0);
             let image = cs["image"].as_str().unwrap_or("");
