@@ -25,7 +25,11 @@ impl Cluster {
             ..ControllerConfig::default()
         };
         let controllers = Controllers::start(client.clone(), clock.clone(), config);
-        let c = Self { clock, client, controllers };
+        let c = Self {
+            clock,
+            client,
+            controllers,
+        };
         c.settle().await;
         c
     }
@@ -98,7 +102,8 @@ fn deployment(name: &str, replicas: i64, image: &str, strategy: Value) -> Value 
 }
 
 fn replicas(rs: &Option<Arc<Value>>) -> i64 {
-    rs.as_ref().map_or(-1, |r| r["spec"]["replicas"].as_i64().unwrap_or(-1))
+    rs.as_ref()
+        .map_or(-1, |r| r["spec"]["replicas"].as_i64().unwrap_or(-1))
 }
 
 fn cond<'a>(v: &'a Value, t: &str) -> &'a Value {
@@ -110,39 +115,61 @@ async fn rolling_update_steps_within_surge_and_unavailability() {
     let c = Cluster::new(Duration::from_secs(5)).await;
     c.node("node-a", "8", json!({}), json!([])).await;
     c.node("node-b", "8", json!({}), json!([])).await;
-    let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 1}});
-    c.create(kinds::DEPLOYMENT, deployment("web", 4, "nginx:1", strategy)).await;
+    let strategy =
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 1}});
+    c.create(kinds::DEPLOYMENT, deployment("web", 4, "nginx:1", strategy))
+        .await;
 
     // Four Pods created, bound, still ContainerCreating.
     let v1 = c.rs_named("nginx:1");
     assert_eq!(replicas(&v1), 4);
     assert_eq!(c.pods().len(), 4);
-    assert!(c.pods().iter().all(|p| p["spec"]["nodeName"].as_str().is_some()));
-    assert!(c.pods().iter().all(|p| p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "ContainerCreating"));
+    assert!(
+        c.pods()
+            .iter()
+            .all(|p| p["spec"]["nodeName"].as_str().is_some())
+    );
+    assert!(c.pods().iter().all(
+        |p| p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]
+            == "ContainerCreating"
+    ));
     let d = c.get(kinds::DEPLOYMENT, "default", "web").await;
     assert_eq!(d["status"]["replicas"], 4);
     assert_eq!(d["status"]["unavailableReplicas"], 4);
     assert_eq!(cond(&d, "Available")["status"], "False");
-    assert_eq!(cond(&d, "Available")["reason"], "MinimumReplicasUnavailable");
+    assert_eq!(
+        cond(&d, "Available")["reason"],
+        "MinimumReplicasUnavailable"
+    );
     assert_eq!(cond(&d, "Progressing")["status"], "True");
 
     // Five seconds on: all Running and Ready; the Deployment is complete.
     c.advance(5).await;
-    assert!(c.pods().iter().all(|p| obj::pod_phase(p) == "Running" && obj::pod_ready(p)));
+    assert!(
+        c.pods()
+            .iter()
+            .all(|p| obj::pod_phase(p) == "Running" && obj::pod_ready(p))
+    );
     let d = c.get(kinds::DEPLOYMENT, "default", "web").await;
     assert_eq!(d["status"]["availableReplicas"], 4);
     assert_eq!(d["status"]["updatedReplicas"], 4);
     assert_eq!(d["status"]["observedGeneration"], 1);
     assert!(d["status"].get("unavailableReplicas").is_none());
     assert_eq!(cond(&d, "Available")["reason"], "MinimumReplicasAvailable");
-    assert_eq!(cond(&d, "Available")["message"], "Deployment has minimum availability.");
+    assert_eq!(
+        cond(&d, "Available")["message"],
+        "Deployment has minimum availability."
+    );
     let v1_name = obj::name(v1.as_ref().unwrap()).to_owned();
     assert_eq!(cond(&d, "Progressing")["reason"], "NewReplicaSetAvailable");
     assert_eq!(
         cond(&d, "Progressing")["message"],
         format!("ReplicaSet \"{v1_name}\" has successfully progressed.")
     );
-    assert_eq!(obj::annotation(&d, "deployment.kubernetes.io/revision"), Some("1"));
+    assert_eq!(
+        obj::annotation(&d, "deployment.kubernetes.io/revision"),
+        Some("1")
+    );
 
     // New image: surge one, then trade old for new as Pods become available.
     let mut d2 = d.clone();
@@ -153,7 +180,10 @@ async fn rolling_update_steps_within_surge_and_unavailability() {
     assert_eq!((replicas(&old), replicas(&new)), (3, 2));
     assert_eq!(c.pods().len(), 5);
     let d = c.get(kinds::DEPLOYMENT, "default", "web").await;
-    assert_eq!(obj::annotation(&d, "deployment.kubernetes.io/revision"), Some("2"));
+    assert_eq!(
+        obj::annotation(&d, "deployment.kubernetes.io/revision"),
+        Some("2")
+    );
     assert_eq!(cond(&d, "Progressing")["reason"], "ReplicaSetUpdated");
     assert_eq!(d["status"]["updatedReplicas"], 2);
     assert_eq!(d["status"]["availableReplicas"], 3);
@@ -173,12 +203,27 @@ async fn rolling_update_steps_within_surge_and_unavailability() {
     assert_eq!(d["status"]["observedGeneration"], 2);
     assert_eq!(cond(&d, "Progressing")["reason"], "NewReplicaSetAvailable");
     // The old ReplicaSet is kept for `rollout undo`, with its revision.
-    assert_eq!(obj::annotation(old.as_ref().unwrap(), "deployment.kubernetes.io/revision"), Some("1"));
-    assert_eq!(obj::annotation(new.as_ref().unwrap(), "deployment.kubernetes.io/revision"), Some("2"));
+    assert_eq!(
+        obj::annotation(old.as_ref().unwrap(), "deployment.kubernetes.io/revision"),
+        Some("1")
+    );
+    assert_eq!(
+        obj::annotation(new.as_ref().unwrap(), "deployment.kubernetes.io/revision"),
+        Some("2")
+    );
     let scaling = c.events("ScalingReplicaSet");
-    assert!(scaling.contains(&format!("Scaled up replica set {v1_name} from 0 to 4")), "{scaling:?}");
-    assert!(scaling.contains(&format!("Scaled down replica set {v1_name} from 4 to 3")), "{scaling:?}");
-    assert!(scaling.contains(&format!("Scaled down replica set {v1_name} from 1 to 0")), "{scaling:?}");
+    assert!(
+        scaling.contains(&format!("Scaled up replica set {v1_name} from 0 to 4")),
+        "{scaling:?}"
+    );
+    assert!(
+        scaling.contains(&format!("Scaled down replica set {v1_name} from 4 to 3")),
+        "{scaling:?}"
+    );
+    assert!(
+        scaling.contains(&format!("Scaled down replica set {v1_name} from 1 to 0")),
+        "{scaling:?}"
+    );
 
     // Undo as kubectl does it: the old template back; the old ReplicaSet
     // becomes revision 3 and remembers revision 1.
@@ -190,8 +235,17 @@ async fn rolling_update_steps_within_surge_and_unavailability() {
     c.advance(5).await;
     let (old, new) = (c.rs_named("nginx:1"), c.rs_named("nginx:2"));
     assert_eq!((replicas(&old), replicas(&new)), (4, 0));
-    assert_eq!(obj::annotation(old.as_ref().unwrap(), "deployment.kubernetes.io/revision"), Some("3"));
-    assert_eq!(obj::annotation(old.as_ref().unwrap(), "deployment.kubernetes.io/revision-history"), Some("1"));
+    assert_eq!(
+        obj::annotation(old.as_ref().unwrap(), "deployment.kubernetes.io/revision"),
+        Some("3")
+    );
+    assert_eq!(
+        obj::annotation(
+            old.as_ref().unwrap(),
+            "deployment.kubernetes.io/revision-history"
+        ),
+        Some("1")
+    );
     assert_eq!(c.client.count(kinds::REPLICA_SET), 2);
 }
 
@@ -199,7 +253,11 @@ async fn rolling_update_steps_within_surge_and_unavailability() {
 async fn recreate_scales_old_to_zero_first() {
     let c = Cluster::new(Duration::from_secs(5)).await;
     c.node("node-a", "8", json!({}), json!([])).await;
-    c.create(kinds::DEPLOYMENT, deployment("db", 2, "pg:1", json!({"type": "Recreate"}))).await;
+    c.create(
+        kinds::DEPLOYMENT,
+        deployment("db", 2, "pg:1", json!({"type": "Recreate"})),
+    )
+    .await;
     c.advance(5).await;
     let mut d = c.get(kinds::DEPLOYMENT, "default", "db").await;
     d["spec"]["template"]["spec"]["containers"][0]["image"] = json!("pg:2");
@@ -207,7 +265,11 @@ async fn recreate_scales_old_to_zero_first() {
     c.settle().await;
     assert_eq!(replicas(&c.rs_named("pg:1")), 0);
     assert_eq!(replicas(&c.rs_named("pg:2")), 2);
-    assert!(c.pods().iter().all(|p| p["spec"]["containers"][0]["image"] == "pg:2"));
+    assert!(
+        c.pods()
+            .iter()
+            .all(|p| p["spec"]["containers"][0]["image"] == "pg:2")
+    );
     c.advance(5).await;
     let d = c.get(kinds::DEPLOYMENT, "default", "db").await;
     assert_eq!(d["status"]["availableReplicas"], 2);
@@ -223,15 +285,23 @@ async fn progress_deadline_and_pause() {
     c.create(kinds::DEPLOYMENT, d).await;
     let d = c.get(kinds::DEPLOYMENT, "default", "stuck").await;
     assert_eq!(cond(&d, "Progressing")["status"], "True");
-    assert!(c.pods().iter().all(|p| obj::pod_phase(p) == "Running" && !obj::pod_ready(p)));
+    assert!(
+        c.pods()
+            .iter()
+            .all(|p| obj::pod_phase(p) == "Running" && !obj::pod_ready(p))
+    );
     c.advance(12).await;
     let d = c.get(kinds::DEPLOYMENT, "default", "stuck").await;
     assert_eq!(cond(&d, "Progressing")["status"], "False");
-    assert_eq!(cond(&d, "Progressing")["reason"], "ProgressDeadlineExceeded");
+    assert_eq!(
+        cond(&d, "Progressing")["reason"],
+        "ProgressDeadlineExceeded"
+    );
     assert_eq!(cond(&d, "Available")["status"], "False");
 
     // Paused: a template change makes no new ReplicaSet.
-    c.create(kinds::DEPLOYMENT, deployment("p", 1, "a:1", json!({}))).await;
+    c.create(kinds::DEPLOYMENT, deployment("p", 1, "a:1", json!({})))
+        .await;
     let mut d = c.get(kinds::DEPLOYMENT, "default", "p").await;
     d["spec"]["paused"] = json!(true);
     d["spec"]["template"]["spec"]["containers"][0]["image"] = json!("a:2");
@@ -251,9 +321,17 @@ async fn progress_deadline_and_pause() {
 #[tokio::test]
 async fn scheduler_fits_requests_selectors_and_taints() {
     let c = Cluster::new(Duration::ZERO).await;
-    c.node("small-1", "1", json!({"pool": "general"}), json!([])).await;
-    c.node("small-2", "1", json!({"pool": "general"}), json!([])).await;
-    c.node("gpu-1", "8", json!({"pool": "gpu"}), json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}])).await;
+    c.node("small-1", "1", json!({"pool": "general"}), json!([]))
+        .await;
+    c.node("small-2", "1", json!({"pool": "general"}), json!([]))
+        .await;
+    c.node(
+        "gpu-1",
+        "8",
+        json!({"pool": "gpu"}),
+        json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
+    )
+    .await;
     let pod = |name: &str, cpu: &str| {
         json!({"metadata": {"name": name, "namespace": "default"},
                "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}})
@@ -274,21 +352,33 @@ async fn scheduler_fits_requests_selectors_and_taints() {
     assert_eq!(cond(&p3, "PodScheduled")["reason"], "Unschedulable");
     let failed = c.events("FailedScheduling");
     assert_eq!(failed.len(), 1);
-    assert!(failed[0].starts_with("0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint"), "{}", failed[0]);
+    assert!(
+        failed[0].starts_with(
+            "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint"
+        ),
+        "{}",
+        failed[0]
+    );
     assert_eq!(a["status"]["phase"], "Running");
     assert_eq!(cond(&a, "Ready")["status"], "True");
     assert!(a["status"]["podIP"].as_str().is_some());
-    assert!(c.events("Scheduled").iter().any(|m| m.starts_with("Successfully assigned default/a to small-")));
+    assert!(
+        c.events("Scheduled")
+            .iter()
+            .any(|m| m.starts_with("Successfully assigned default/a to small-"))
+    );
 
     // A toleration and a selector send a Pod to the gpu node.
     let mut g = pod("g", "2");
-    g["spec"]["tolerations"] = json!([{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]);
+    g["spec"]["tolerations"] =
+        json!([{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]);
     g["spec"]["nodeSelector"] = json!({"pool": "gpu"});
     c.create(kinds::POD, g).await;
     assert_eq!(node_of(&c.get(kinds::POD, "default", "g").await), "gpu-1");
 
     // The pool grows: the pending Pod is placed.
-    c.node("small-3", "1", json!({"pool": "general"}), json!([])).await;
+    c.node("small-3", "1", json!({"pool": "general"}), json!([]))
+        .await;
     assert_eq!(node_of(&c.get(kinds::POD, "default", "c").await), "small-3");
 }
 
@@ -309,7 +399,10 @@ async fn failing_job_retries_to_backoff_limit() {
     assert_eq!(failed(&j), 1);
     let p = &c.pods()[0];
     assert_eq!(obj::pod_phase(p), "Failed");
-    assert_eq!(p["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 3);
+    assert_eq!(
+        p["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"],
+        3
+    );
     // The replacement waits for the back-off: 10 s, then 20 s.
     c.advance(9).await;
     assert_eq!(failed(&c.get(kinds::JOB, "default", "fail").await), 1);
@@ -321,7 +414,10 @@ async fn failing_job_retries_to_backoff_limit() {
     assert_eq!(failed(&j), 3);
     assert_eq!(cond(&j, "Failed")["status"], "True");
     assert_eq!(cond(&j, "Failed")["reason"], "BackoffLimitExceeded");
-    assert_eq!(cond(&j, "Failed")["message"], "Job has reached the specified backoff limit");
+    assert_eq!(
+        cond(&j, "Failed")["message"],
+        "Job has reached the specified backoff limit"
+    );
     assert_eq!(cond(&j, "FailureTarget")["reason"], "BackoffLimitExceeded");
     assert_eq!(c.pods().len(), 3);
     assert_eq!(c.events("BackoffLimitExceeded").len(), 1);
@@ -377,7 +473,10 @@ async fn cronjob_fires_when_the_clock_passes_its_schedule() {
     assert_eq!(jobs.len(), 1);
     // 2026-01-01T00:05:00Z in minutes since the epoch.
     assert_eq!(obj::name(&jobs[0]), "tick-29453765");
-    assert_eq!(obj::annotation(&jobs[0], "batch.kubernetes.io/cronjob-scheduled-timestamp"), Some("2026-01-01T00:05:00Z"));
+    assert_eq!(
+        obj::annotation(&jobs[0], "batch.kubernetes.io/cronjob-scheduled-timestamp"),
+        Some("2026-01-01T00:05:00Z")
+    );
     let cj = c.get(kinds::CRON_JOB, "default", "tick").await;
     assert_eq!(cj["status"]["lastScheduleTime"], "2026-01-01T00:05:00Z");
     assert_eq!(cj["status"]["active"][0]["name"], "tick-29453765");
@@ -385,7 +484,10 @@ async fn cronjob_fires_when_the_clock_passes_its_schedule() {
     let cj = c.get(kinds::CRON_JOB, "default", "tick").await;
     assert!(cj["status"].get("active").is_none(), "{cj}");
     assert_eq!(cj["status"]["lastSuccessfulTime"], "2026-01-01T00:05:10Z");
-    assert_eq!(c.events("SawCompletedJob"), ["Saw completed job: tick-29453765, condition: Complete"]);
+    assert_eq!(
+        c.events("SawCompletedJob"),
+        ["Saw completed job: tick-29453765, condition: Complete"]
+    );
     // Four more runs: the history keeps three successful Jobs.
     for _ in 0..4 {
         c.advance(290).await;
@@ -398,10 +500,16 @@ async fn cronjob_fires_when_the_clock_passes_its_schedule() {
 async fn deleting_an_owner_collects_dependents() {
     let c = Cluster::new(Duration::ZERO).await;
     c.node("node-a", "8", json!({}), json!([])).await;
-    c.create(kinds::DEPLOYMENT, deployment("web", 3, "nginx", json!({}))).await;
+    c.create(kinds::DEPLOYMENT, deployment("web", 3, "nginx", json!({})))
+        .await;
     assert_eq!(c.pods().len(), 3);
     c.client
-        .delete(kinds::DEPLOYMENT, "default", "web", DeleteOptions::default())
+        .delete(
+            kinds::DEPLOYMENT,
+            "default",
+            "web",
+            DeleteOptions::default(),
+        )
         .await
         .unwrap();
     c.settle().await;
@@ -409,7 +517,8 @@ async fn deleting_an_owner_collects_dependents() {
     assert_eq!(c.pods().len(), 0);
 
     // Orphan: the ReplicaSet stays, without its ownerReference.
-    c.create(kinds::DEPLOYMENT, deployment("keep", 2, "nginx", json!({}))).await;
+    c.create(kinds::DEPLOYMENT, deployment("keep", 2, "nginx", json!({})))
+        .await;
     c.client
         .delete(
             kinds::DEPLOYMENT,
@@ -452,10 +561,21 @@ async fn deleting_an_owner_collects_dependents() {
 async fn namespace_terminates_after_its_contents() {
     let c = Cluster::new(Duration::ZERO).await;
     c.node("node-a", "8", json!({}), json!([])).await;
-    c.create(kinds::NAMESPACE, json!({"metadata": {"name": "team"}, "spec": {"finalizers": ["kubernetes"]}}))
-        .await;
-    assert_eq!(c.get(kinds::NAMESPACE, "", "team").await["status"]["phase"], "Active");
-    assert!(c.client.get(kinds::SERVICE_ACCOUNT, "team", "default").await.is_ok());
+    c.create(
+        kinds::NAMESPACE,
+        json!({"metadata": {"name": "team"}, "spec": {"finalizers": ["kubernetes"]}}),
+    )
+    .await;
+    assert_eq!(
+        c.get(kinds::NAMESPACE, "", "team").await["status"]["phase"],
+        "Active"
+    );
+    assert!(
+        c.client
+            .get(kinds::SERVICE_ACCOUNT, "team", "default")
+            .await
+            .is_ok()
+    );
     let mut d = deployment("web", 2, "nginx", json!({}));
     d["metadata"]["namespace"] = json!("team");
     c.create(kinds::DEPLOYMENT, d).await;
@@ -480,13 +600,23 @@ async fn crash_looping_pod_backs_off() {
                "spec": {"containers": [{"name": "c", "image": "x"}]}}),
     )
     .await;
-    let restarts = |p: &Value| p["status"]["containerStatuses"][0]["restartCount"].as_i64().unwrap_or(-1);
+    let restarts = |p: &Value| {
+        p["status"]["containerStatuses"][0]["restartCount"]
+            .as_i64()
+            .unwrap_or(-1)
+    };
     assert_eq!(restarts(&c.get(kinds::POD, "default", "crash").await), 0);
     c.advance(5).await;
     let p = c.get(kinds::POD, "default", "crash").await;
     assert_eq!(restarts(&p), 1);
-    assert_eq!(p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"], "CrashLoopBackOff");
-    assert_eq!(p["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"], 1);
+    assert_eq!(
+        p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"],
+        "CrashLoopBackOff"
+    );
+    assert_eq!(
+        p["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"],
+        1
+    );
     assert_eq!(obj::pod_phase(&p), "Running");
     c.advance(10).await;
     let p = c.get(kinds::POD, "default", "crash").await;
