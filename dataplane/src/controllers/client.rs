@@ -119,6 +119,18 @@ pub mod kinds {
     pub const DEPLOYMENT: Kind = k("apps/v1", "Deployment", "deployments", true, true);
     /// apps/v1 ReplicaSet.
     pub const REPLICA_SET: Kind = k("apps/v1", "ReplicaSet", "replicasets", true, true);
+    /// apps/v1 StatefulSet.
+    pub const STATEFUL_SET: Kind = k("apps/v1", "StatefulSet", "statefulsets", true, true);
+    /// apps/v1 DaemonSet.
+    pub const DAEMON_SET: Kind = k("apps/v1", "DaemonSet", "daemonsets", true, true);
+    /// core/v1 PersistentVolumeClaim.
+    pub const PVC: Kind = k(
+        "v1",
+        "PersistentVolumeClaim",
+        "persistentvolumeclaims",
+        true,
+        true,
+    );
     /// batch/v1 Job.
     pub const JOB: Kind = k("batch/v1", "Job", "jobs", true, true);
     /// batch/v1 CronJob.

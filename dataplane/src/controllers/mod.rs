@@ -13,12 +13,14 @@
 //! - [`deployment`], [`replicaset`]: Deployment → ReplicaSet → Pod.
 //! - [`scheduler`]: binds Pods to Nodes.
 //! - [`kubelet`]: the simulated kubelet (Pod phases, conditions, failures).
+//! - [`statefulset`], [`daemonset`]: ordinal and per-Node workloads.
 //! - [`job`], [`cronjob`]: batch workloads.
 //! - [`gc`]: garbage collection by ownerReferences; [`namespace`]: Namespace
 //!   lifecycle.
 
 pub mod client;
 pub mod cronjob;
+pub mod daemonset;
 pub mod deployment;
 pub mod events;
 pub mod gc;
@@ -30,6 +32,7 @@ pub mod replicaset;
 pub mod runtime;
 pub mod scheduler;
 pub mod selector;
+pub mod statefulset;
 #[cfg(test)]
 mod tests;
 
@@ -63,12 +66,14 @@ impl Default for ControllerConfig {
 }
 
 /// Every kind the built-in controllers watch.
-pub const WATCHED: [Kind; 8] = [
+pub const WATCHED: [Kind; 10] = [
     kinds::POD,
     kinds::NODE,
     kinds::NAMESPACE,
     kinds::DEPLOYMENT,
     kinds::REPLICA_SET,
+    kinds::STATEFUL_SET,
+    kinds::DAEMON_SET,
     kinds::JOB,
     kinds::CRON_JOB,
     kinds::SERVICE_ACCOUNT,
@@ -91,6 +96,8 @@ impl Controllers {
             replicaset::ReplicaSetController::register(&rt, recorder.clone()),
             scheduler::Scheduler::register(&rt, recorder.clone()),
             kubelet::Kubelet::register(&rt, recorder.clone(), config.kubelet),
+            statefulset::StatefulSetController::register(&rt, recorder.clone()),
+            daemonset::DaemonSetController::register(&rt, recorder.clone()),
             job::JobController::register(&rt, recorder.clone()),
             cronjob::CronJobController::register(&rt, recorder.clone()),
             namespace::NamespaceController::register(&rt, config.root_ca.clone()),

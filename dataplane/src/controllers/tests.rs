@@ -624,3 +624,141 @@ async fn crash_looping_pod_backs_off() {
     assert_eq!(c.events("BackOff").len(), 1);
     assert_eq!(c.events("Started").len(), 2);
 }
+
+fn statefulset(replicas: i64, image: &str) -> Value {
+    json!({
+        "metadata": {"name": "db", "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": "db",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}},
+                         "spec": {"containers": [{"name": "c", "image": image}]}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}],
+        },
+    })
+}
+
+fn names(c: &Cluster) -> Vec<String> {
+    let mut n: Vec<String> = c.pods().iter().map(|p| obj::name(p).to_owned()).collect();
+    n.sort();
+    n
+}
+
+#[tokio::test]
+async fn statefulset_orders_pods_and_updates_down_to_partition() {
+    let c = Cluster::new(Duration::from_secs(5)).await;
+    c.node("node-a", "8", json!({}), json!([])).await;
+    c.create(kinds::STATEFUL_SET, statefulset(3, "pg:1")).await;
+    assert_eq!(names(&c), ["db-0"]);
+    c.advance(5).await;
+    assert_eq!(names(&c), ["db-0", "db-1"]);
+    c.advance(5).await;
+    assert_eq!(names(&c), ["db-0", "db-1", "db-2"]);
+    c.advance(5).await;
+    let s = c.get(kinds::STATEFUL_SET, "default", "db").await;
+    assert_eq!(s["status"]["readyReplicas"], 3);
+    assert_eq!(
+        s["status"]["currentRevision"],
+        s["status"]["updateRevision"]
+    );
+    let p = c.get(kinds::POD, "default", "db-1").await;
+    assert_eq!(p["spec"]["hostname"], "db-1");
+    assert_eq!(p["spec"]["subdomain"], "db");
+    assert_eq!(
+        p["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"],
+        "data-db-1"
+    );
+    assert_eq!(c.client.count(kinds::PVC), 3);
+
+    // A new image with partition 1: db-2, then db-1, never db-0.
+    let mut s = s.clone();
+    s["spec"]["template"]["spec"]["containers"][0]["image"] = json!("pg:2");
+    s["spec"]["updateStrategy"] =
+        json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 1}});
+    c.client.update(kinds::STATEFUL_SET, s).await.unwrap();
+    c.settle().await;
+    let image = |n: &str| {
+        c.client
+            .all(kinds::POD)
+            .iter()
+            .find(|p| obj::name(p) == n)
+            .map(|p| {
+                p["spec"]["containers"][0]["image"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned()
+            })
+    };
+    assert_eq!(image("db-2").as_deref(), Some("pg:2"));
+    assert_eq!(image("db-1").as_deref(), Some("pg:1"));
+    c.advance(5).await;
+    assert_eq!(image("db-1").as_deref(), Some("pg:2"));
+    c.advance(5).await;
+    c.advance(5).await;
+    assert_eq!(image("db-0").as_deref(), Some("pg:1"));
+    let s = c.get(kinds::STATEFUL_SET, "default", "db").await;
+    assert_eq!(s["status"]["updatedReplicas"], 2);
+    assert_ne!(
+        s["status"]["currentRevision"],
+        s["status"]["updateRevision"]
+    );
+
+    // Scale down: highest ordinals go; claims stay (Retain).
+    let mut s = s.clone();
+    s["spec"]["replicas"] = json!(1);
+    c.client.update(kinds::STATEFUL_SET, s).await.unwrap();
+    c.settle().await;
+    assert_eq!(names(&c), ["db-0"]);
+    assert_eq!(c.client.count(kinds::PVC), 3);
+}
+
+#[tokio::test]
+async fn daemonset_follows_eligible_nodes() {
+    let c = Cluster::new(Duration::ZERO).await;
+    c.node("node-a", "8", json!({"role": "worker"}), json!([]))
+        .await;
+    c.node("node-b", "8", json!({"role": "worker"}), json!([]))
+        .await;
+    c.node("node-c", "8", json!({"role": "infra"}), json!([]))
+        .await;
+    c.node(
+        "node-d",
+        "8",
+        json!({"role": "worker"}),
+        json!([{"key": "gpu", "value": "1", "effect": "NoSchedule"}]),
+    )
+    .await;
+    c.create(
+        kinds::DAEMON_SET,
+        json!({"metadata": {"name": "agent", "namespace": "kube-system"},
+               "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                        "template": {"metadata": {"labels": {"app": "agent"}},
+                                     "spec": {"nodeSelector": {"role": "worker"}, "containers": [{"name": "c", "image": "agent:1"}]}}}}),
+    )
+    .await;
+    let mut placed: Vec<String> = c
+        .pods()
+        .iter()
+        .map(|p| p["spec"]["nodeName"].as_str().unwrap_or("").to_owned())
+        .collect();
+    placed.sort();
+    assert_eq!(placed, ["node-a", "node-b"]);
+    let ds = c.get(kinds::DAEMON_SET, "kube-system", "agent").await;
+    assert_eq!(ds["status"]["desiredNumberScheduled"], 2);
+    assert_eq!(ds["status"]["numberReady"], 2);
+    c.node("node-e", "8", json!({"role": "worker"}), json!([]))
+        .await;
+    assert_eq!(c.pods().len(), 3);
+    c.client
+        .delete(kinds::NODE, "", "node-a", DeleteOptions::default())
+        .await
+        .unwrap();
+    c.settle().await;
+    assert_eq!(c.pods().len(), 2);
+    assert_eq!(
+        c.get(kinds::DAEMON_SET, "kube-system", "agent").await["status"]["desiredNumberScheduled"],
+        2
+    );
+}
