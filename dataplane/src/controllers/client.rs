@@ -111,6 +111,16 @@ pub mod kinds {
     pub const EVENT: Kind = k("v1", "Event", "events", true, false);
     /// core/v1 Service.
     pub const SERVICE: Kind = k("v1", "Service", "services", true, true);
+    /// discovery.k8s.io/v1 EndpointSlice.
+    pub const ENDPOINT_SLICE: Kind = k(
+        "discovery.k8s.io/v1",
+        "EndpointSlice",
+        "endpointslices",
+        true,
+        false,
+    );
+    /// core/v1 Endpoints.
+    pub const ENDPOINTS: Kind = k("v1", "Endpoints", "endpoints", true, false);
     /// core/v1 ServiceAccount.
     pub const SERVICE_ACCOUNT: Kind = k("v1", "ServiceAccount", "serviceaccounts", true, false);
     /// core/v1 ConfigMap.

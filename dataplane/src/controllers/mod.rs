@@ -15,6 +15,7 @@
 //! - [`kubelet`]: the simulated kubelet (Pod phases, conditions, failures).
 //! - [`statefulset`], [`daemonset`]: ordinal and per-Node workloads.
 //! - [`job`], [`cronjob`]: batch workloads.
+//! - [`service`]: Service → EndpointSlices and Endpoints of ready Pods.
 //! - [`gc`]: garbage collection by ownerReferences; [`namespace`]: Namespace
 //!   lifecycle.
 
@@ -32,6 +33,7 @@ pub mod replicaset;
 pub mod runtime;
 pub mod scheduler;
 pub mod selector;
+pub mod service;
 pub mod statefulset;
 #[cfg(test)]
 mod tests;
@@ -66,7 +68,7 @@ impl Default for ControllerConfig {
 }
 
 /// Every kind the built-in controllers watch.
-pub const WATCHED: [Kind; 10] = [
+pub const WATCHED: [Kind; 12] = [
     kinds::POD,
     kinds::NODE,
     kinds::NAMESPACE,
@@ -77,6 +79,8 @@ pub const WATCHED: [Kind; 10] = [
     kinds::JOB,
     kinds::CRON_JOB,
     kinds::SERVICE_ACCOUNT,
+    kinds::SERVICE,
+    kinds::ENDPOINT_SLICE,
 ];
 
 /// The running controllers of one cluster; dropping it stops them.
@@ -100,6 +104,7 @@ impl Controllers {
             daemonset::DaemonSetController::register(&rt, recorder.clone()),
             job::JobController::register(&rt, recorder.clone()),
             cronjob::CronJobController::register(&rt, recorder.clone()),
+            service::EndpointSliceController::register(&rt),
             namespace::NamespaceController::register(&rt, config.root_ca.clone()),
         ];
         regs.extend(gc::GarbageCollector::register(&rt));

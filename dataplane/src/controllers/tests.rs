@@ -762,3 +762,45 @@ async fn daemonset_follows_eligible_nodes() {
         2
     );
 }
+
+#[tokio::test]
+async fn service_endpoints_track_ready_pods() {
+    let c = Cluster::new(Duration::from_secs(5)).await;
+    c.node("node-a", "8", json!({}), json!([])).await;
+    let mut d = deployment("web", 3, "nginx", json!({}));
+    d["spec"]["template"]["spec"]["containers"][0]["ports"] =
+        json!([{"name": "http", "containerPort": 8080}]);
+    c.create(kinds::DEPLOYMENT, d).await;
+    c.create(
+        kinds::SERVICE,
+        json!({"metadata": {"name": "web", "namespace": "default"},
+               "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}}),
+    )
+    .await;
+    // No Pod has an IP yet: one empty slice.
+    let slices = c.client.all(kinds::ENDPOINT_SLICE);
+    assert_eq!(slices.len(), 1);
+    assert_eq!(slices[0]["endpoints"], json!([]));
+    assert_eq!(obj::labels(&slices[0])["kubernetes.io/service-name"], "web");
+    c.advance(5).await;
+    let slices = c.client.all(kinds::ENDPOINT_SLICE);
+    let eps = slices[0]["endpoints"].as_array().unwrap();
+    assert_eq!(eps.len(), 3);
+    assert!(
+        eps.iter()
+            .all(|e| e["conditions"]["ready"] == true && e["nodeName"] == "node-a")
+    );
+    assert_eq!(slices[0]["ports"][0]["port"], 8080);
+    let ep = c.get(kinds::ENDPOINTS, "default", "web").await;
+    assert_eq!(
+        ep["subsets"][0]["addresses"].as_array().map(Vec::len),
+        Some(3)
+    );
+    c.client
+        .delete(kinds::SERVICE, "default", "web", DeleteOptions::default())
+        .await
+        .unwrap();
+    c.settle().await;
+    assert_eq!(c.client.count(kinds::ENDPOINT_SLICE), 0);
+    assert_eq!(c.client.count(kinds::ENDPOINTS), 0);
+}
