@@ -209,7 +209,7 @@ impl EndpointSliceController {
             .collect();
         let not_ready: Vec<Value> = pods
             .iter()
-            .filter(|p| !(obj::pod_ready(p) && !obj::deleting(p)))
+            .filter(|p| !obj::pod_ready(p) || obj::deleting(p))
             .map(|p| addr(p))
             .collect();
         let eports: Vec<Value> = ports
