@@ -804,3 +804,37 @@ async fn service_endpoints_track_ready_pods() {
     assert_eq!(c.client.count(kinds::ENDPOINT_SLICE), 0);
     assert_eq!(c.client.count(kinds::ENDPOINTS), 0);
 }
+
+/// On the system clock with default settings a Deployment becomes Available by
+/// itself (the timeout only guards against a hang; speed is benchmarked).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deployment_becomes_available_on_the_system_clock() {
+    let clock = kemu_shared::SystemClock::shared();
+    let client = MemClient::new(clock.clone());
+    let _controllers = Controllers::start(client.clone(), clock, ControllerConfig::default());
+    client
+        .create(
+            kinds::NODE,
+            json!({"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                   "conditions": [{"type": "Ready", "status": "True"}]}}),
+        )
+        .await
+        .unwrap();
+    let mut watch = client.watch(kinds::DEPLOYMENT).await.unwrap();
+    client
+        .create(kinds::DEPLOYMENT, deployment("web", 3, "nginx", json!({})))
+        .await
+        .unwrap();
+    let available = async {
+        while let Some(ev) = watch.recv().await {
+            if obj::condition_true(&ev.object, "Available")
+                && ev.object["status"]["availableReplicas"] == 3
+            {
+                return true;
+            }
+        }
+        false
+    };
+    let done = tokio::time::timeout(Duration::from_secs(60), available).await;
+    assert_eq!(done, Ok(true));
+}
