@@ -3,7 +3,7 @@
 //! resident memory per 1,000 Pods. Prints a table; asserts nothing.
 //!
 //! `cargo bench -p kemu-dataplane --bench controllers` runs 1,000 and 10,000
-//! replicas; `KEMU_BENCH_PODS=100000 KEMU_BENCH_NODES=1000` adds a larger run.
+//! replicas (10,000 also with two workers per controller); `KEMU_BENCH_PODS=100000 KEMU_BENCH_NODES=1000` adds a larger run.
 
 use kemu_dataplane::controllers::client::{Client, MemClient, kinds};
 use kemu_dataplane::controllers::{ControllerConfig, Controllers};
@@ -23,15 +23,23 @@ fn rss_bytes() -> u64 {
 struct Row {
     pods: usize,
     nodes: usize,
+    workers: usize,
     secs: f64,
     rss_per_1000: f64,
     objects: usize,
 }
 
-async fn run(pods: usize, nodes: usize) -> Row {
+async fn run(pods: usize, nodes: usize, workers: usize) -> Row {
     let clock: SharedClock = SystemClock::shared();
     let client = MemClient::new(clock.clone());
-    let controllers = Controllers::start(client.clone(), clock, ControllerConfig::default());
+    let controllers = Controllers::start(
+        client.clone(),
+        clock,
+        ControllerConfig {
+            workers,
+            ..ControllerConfig::default()
+        },
+    );
     let per_node = pods.div_ceil(nodes) + 10;
     for i in 0..nodes {
         client
@@ -75,6 +83,7 @@ async fn run(pods: usize, nodes: usize) -> Row {
     Row {
         pods,
         nodes,
+        workers,
         secs,
         rss_per_1000: (after.saturating_sub(before)) as f64
             / (pods as f64 / 1000.0)
@@ -89,24 +98,25 @@ fn main() {
         .enable_all()
         .build()
         .unwrap_or_else(|e| panic!("tokio runtime: {e}"));
-    let mut cases = vec![(1_000, 10), (10_000, 100)];
+    let mut cases = vec![(1_000, 10, 1), (10_000, 100, 1), (10_000, 100, 2)];
     if let (Ok(p), Ok(n)) = (
         std::env::var("KEMU_BENCH_PODS"),
         std::env::var("KEMU_BENCH_NODES"),
     ) && let (Ok(p), Ok(n)) = (p.parse(), n.parse())
     {
-        cases.push((p, n));
+        cases.push((p, n, 1));
     }
     println!(
-        "| replicas | nodes | to availableReplicas=N (s) | pods/s | RSS growth per 1,000 pods (MiB) | objects stored |"
+        "| replicas | nodes | workers/controller | to availableReplicas=N (s) | pods/s | RSS growth per 1,000 pods (MiB) | objects stored |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|");
-    for (pods, nodes) in cases {
-        let row = rt.block_on(run(pods, nodes));
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    for (pods, nodes, workers) in cases {
+        let row = rt.block_on(run(pods, nodes, workers));
         println!(
-            "| {} | {} | {:.2} | {:.0} | {:.2} | {} |",
+            "| {} | {} | {} | {:.2} | {:.0} | {:.2} | {} |",
             row.pods,
             row.nodes,
+            row.workers,
             row.secs,
             row.pods as f64 / row.secs,
             row.rss_per_1000,

@@ -82,7 +82,8 @@ impl Recorder {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {
-                "name": format!("{}.{:x}", obj::name(involved), nanos.wrapping_add(seq)),
+                // upstream: `<name>.<hex UnixNano>`; the sequence keeps same-instant events apart.
+                "name": format!("{}.{nanos:x}{seq:04x}", obj::name(involved)),
                 "namespace": ns,
             },
             "involvedObject": involved_ref,
