@@ -305,6 +305,9 @@ impl DeploymentController {
             .into_iter()
             .map(|r| (*r).clone())
             .collect();
+        if !obj::deleting(&d) {
+            rss.extend(self.adopt(&d, &selector).await?);
+        }
         rss.sort_by(|a, b| {
             obj::str_at(a, &["metadata", "creationTimestamp"])
                 .cmp(&obj::str_at(b, &["metadata", "creationTimestamp"]))
@@ -326,6 +329,34 @@ impl DeploymentController {
         } else {
             self.rollout_recreate(&mut d, &mut rss).await
         }
+    }
+
+    /// Upstream's ClaimReplicaSets: ReplicaSets in the namespace with no
+    /// controller whose labels the selector matches become this Deployment's.
+    async fn adopt(&self, d: &Value, selector: &Selector) -> Result<Vec<Value>, ClientError> {
+        let mut adopted = Vec::new();
+        for rs in self
+            .rt
+            .informer(kinds::REPLICA_SET)
+            .list_namespace(obj::namespace(d))
+        {
+            if obj::controller_ref(&rs).is_some()
+                || obj::deleting(&rs)
+                || !selector.matches(obj::labels(&rs))
+            {
+                continue;
+            }
+            let mut new = (*rs).clone();
+            let mut refs = obj::owner_refs(&new).to_vec();
+            refs.push(obj::controller_ref_to(kinds::DEPLOYMENT, d));
+            new["metadata"]["ownerReferences"] = json!(refs);
+            match self.write_rs(new).await {
+                Ok(w) => adopted.push(w),
+                Err(ClientError::NotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(adopted)
     }
 
     async fn write_status(&self, d: Value) -> Result<Value, ClientError> {

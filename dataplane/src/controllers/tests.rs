@@ -538,6 +538,32 @@ async fn deleting_an_owner_collects_dependents() {
     assert!(obj::owner_refs(&rs[0]).is_empty());
     assert_eq!(c.pods().len(), 2);
 
+    // The same Deployment again adopts the orphaned ReplicaSet: no new Pods.
+    c.create(kinds::DEPLOYMENT, deployment("keep", 2, "nginx", json!({})))
+        .await;
+    let rs = c.client.all(kinds::REPLICA_SET);
+    assert_eq!(rs.len(), 1);
+    assert_eq!(
+        obj::controller_ref(&rs[0]).map(|r| r["name"].clone()),
+        Some(json!("keep"))
+    );
+    assert_eq!(c.pods().len(), 2);
+    c.client
+        .delete(
+            kinds::DEPLOYMENT,
+            "default",
+            "keep",
+            DeleteOptions {
+                propagation: Some(super::client::Propagation::Orphan),
+                ..DeleteOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    c.settle().await;
+    let rs = c.client.all(kinds::REPLICA_SET);
+    assert!(obj::owner_refs(&rs[0]).is_empty());
+
     // Foreground: the owner waits for its dependents.
     let rs_name = obj::name(&rs[0]).to_owned();
     c.client
