@@ -10,6 +10,8 @@
 //! - [`resources`]: the resource registry: every type served, with its metadata.
 //! - [`store`]: the versioned object store of each cluster, behind a trait.
 //! - [`nodes`]: the Node objects of each cluster's node pools.
+//! - [`controllers`]: the controllers, scheduler and simulated kubelet of a
+//!   cluster, behind a narrow client trait the store implements.
 //! - [`auth`]: who the caller is (client certificate, cloud token, anonymous).
 //! - [`authz`]: what the caller may do (RBAC, cloud identity mapping, access
 //!   reviews) and admission (ResourceQuota, LimitRange).
@@ -19,6 +21,7 @@
 pub mod api;
 pub mod auth;
 pub mod authz;
+pub mod controllers;
 pub mod engine;
 pub mod error;
 pub mod identity;

@@ -1,0 +1,126 @@
+//! Controllers at scale on the in-memory client: time from creating a
+//! Deployment of N replicas to `availableReplicas = N`, Pods per second, and
+//! resident memory per 1,000 Pods. Prints a table; asserts nothing.
+//!
+//! `cargo bench -p kemu-dataplane --bench controllers` runs 1,000 and 10,000
+//! replicas (10,000 also with two workers per controller); `KEMU_BENCH_PODS=100000 KEMU_BENCH_NODES=1000` adds a larger run.
+
+use kemu_dataplane::controllers::client::{Client, MemClient, kinds};
+use kemu_dataplane::controllers::{ControllerConfig, Controllers};
+use kemu_shared::{SharedClock, SystemClock};
+use serde_json::json;
+
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+struct Row {
+    pods: usize,
+    nodes: usize,
+    workers: usize,
+    secs: f64,
+    rss_per_1000: f64,
+    objects: usize,
+}
+
+async fn run(pods: usize, nodes: usize, workers: usize) -> Row {
+    let clock: SharedClock = SystemClock::shared();
+    let client = MemClient::new(clock.clone());
+    let controllers = Controllers::start(
+        client.clone(),
+        clock,
+        ControllerConfig {
+            workers,
+            ..ControllerConfig::default()
+        },
+    );
+    let per_node = pods.div_ceil(nodes) + 10;
+    for i in 0..nodes {
+        client
+            .create(
+                kinds::NODE,
+                json!({"metadata": {"name": format!("node-{i}")},
+                       "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": per_node.to_string()},
+                                  "conditions": [{"type": "Ready", "status": "True"}],
+                                  "addresses": [{"type": "InternalIP", "address": format!("10.0.{}.{}", i / 250, i % 250 + 1)}]}}),
+            )
+            .await
+            .unwrap_or_default();
+    }
+    let mut watch = client
+        .watch(kinds::DEPLOYMENT)
+        .await
+        .unwrap_or_else(|_| unreachable!());
+    let before = rss_bytes();
+    let start = SystemClock::instant();
+    client
+        .create(
+            kinds::DEPLOYMENT,
+            json!({"metadata": {"name": "big", "namespace": "default"},
+                   "spec": {"replicas": pods, "selector": {"matchLabels": {"app": "big"}},
+                            "template": {"metadata": {"labels": {"app": "big"}},
+                                         "spec": {"containers": [{"name": "c", "image": "nginx",
+                                                  "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}}}}),
+        )
+        .await
+        .unwrap_or_default();
+    while let Some(ev) = watch.recv().await {
+        if ev.object["status"]["availableReplicas"].as_u64() == Some(pods as u64) {
+            break;
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let after = rss_bytes();
+    let objects =
+        client.count(kinds::POD) + client.count(kinds::EVENT) + client.count(kinds::REPLICA_SET);
+    drop(controllers);
+    Row {
+        pods,
+        nodes,
+        workers,
+        secs,
+        rss_per_1000: (after.saturating_sub(before)) as f64
+            / (pods as f64 / 1000.0)
+            / (1024.0 * 1024.0),
+        objects,
+    }
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("tokio runtime: {e}"));
+    let mut cases = vec![(1_000, 10, 1), (10_000, 100, 1), (10_000, 100, 2)];
+    if let (Ok(p), Ok(n)) = (
+        std::env::var("KEMU_BENCH_PODS"),
+        std::env::var("KEMU_BENCH_NODES"),
+    ) && let (Ok(p), Ok(n)) = (p.parse(), n.parse())
+    {
+        cases.push((p, n, 1));
+    }
+    println!(
+        "| replicas | nodes | workers/controller | to availableReplicas=N (s) | pods/s | RSS growth per 1,000 pods (MiB) | objects stored |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    for (pods, nodes, workers) in cases {
+        let row = rt.block_on(run(pods, nodes, workers));
+        println!(
+            "| {} | {} | {} | {:.2} | {:.0} | {:.2} | {} |",
+            row.pods,
+            row.nodes,
+            row.workers,
+            row.secs,
+            row.pods as f64 / row.secs,
+            row.rss_per_1000,
+            row.objects
+        );
+    }
+}

@@ -1,0 +1,480 @@
+//! The Job controller: runs `parallelism` Pods until `completions` succeed
+//! (`NonIndexed`, or `Indexed` with one index per Pod), re-creates failed Pods
+//! with the upstream back-off (10 s doubling, at most 10 min), and ends the Job
+//! with the upstream conditions: `SuccessCriteriaMet` + `Complete`
+//! (`CompletionsReached`), or `FailureTarget` + `Failed` (`BackoffLimitExceeded`,
+//! `DeadlineExceeded`). Honours `suspend`, `activeDeadlineSeconds` and
+//! `ttlSecondsAfterFinished`; shrinking `parallelism` or `completions` deletes
+//! the surplus Pods.
+//!
+//! Not done: `podFailurePolicy`, `successPolicy`, `backoffLimitPerIndex`,
+//! `podReplacementPolicy`, and the `batch.kubernetes.io/job-tracking` finalizer
+//! (counts come from the Pods, kept monotonic in the status).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use super::client::{BoxFuture, ClientError, DeleteOptions, Propagation, kinds};
+use super::events::{EventKind, Recorder};
+use super::obj;
+use super::replicaset::pod_from_template_of;
+use super::runtime::{ObjKey, Reconciler, Registration, Requeue, Runtime};
+
+const COMPONENT: &str = "job-controller";
+/// The completion index annotation (and label) of Indexed Job Pods.
+pub const COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
+const BACKOFF_BASE: i64 = 10;
+const BACKOFF_MAX: i64 = 600;
+
+/// Whether a Job has finished (`Complete` or `Failed` true).
+pub fn finished(job: &Value) -> Option<&'static str> {
+    if obj::condition_true(job, "Complete") {
+        Some("Complete")
+    } else if obj::condition_true(job, "Failed") {
+        Some("Failed")
+    } else {
+        None
+    }
+}
+
+fn index_of(p: &Value) -> Option<i64> {
+    obj::annotation(p, COMPLETION_INDEX).and_then(|i| i.parse().ok())
+}
+
+/// `1,3-5,7` as upstream writes `completedIndexes`.
+fn ranges(set: &BTreeSet<i64>) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut it = set.iter().peekable();
+    while let Some(&start) = it.next() {
+        let mut end = start;
+        while it.peek().is_some_and(|&&n| n == end + 1) {
+            end = *it.next().unwrap_or(&end);
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+    }
+    out.join(",")
+}
+
+fn finish_time(p: &Value) -> Option<DateTime<Utc>> {
+    p["status"]["containerStatuses"]
+        .as_array()?
+        .iter()
+        .filter_map(|c| obj::time_at(c, &["state", "terminated", "finishedAt"]))
+        .max()
+}
+
+/// The Job controller.
+pub struct JobController {
+    rt: Arc<Runtime>,
+    recorder: Recorder,
+}
+
+impl JobController {
+    /// Wires the controller to the Job and Pod informers.
+    pub fn register(rt: &Arc<Runtime>, recorder: Recorder) -> Registration {
+        let queue = rt.queue("job");
+        let q = queue.clone();
+        rt.informer(kinds::JOB)
+            .on_change(move |c| q.add(ObjKey::of(&c.new)));
+        let q = queue.clone();
+        rt.informer(kinds::POD).on_change(move |c| {
+            if let Some(r) = obj::controller_ref(&c.new).filter(|r| r["kind"] == "Job")
+                && let Some(n) = r["name"].as_str()
+            {
+                q.add(ObjKey::new(obj::namespace(&c.new), n));
+            }
+        });
+        Registration {
+            name: "job",
+            queue,
+            reconciler: Arc::new(Self {
+                rt: rt.clone(),
+                recorder,
+            }),
+        }
+    }
+
+    async fn event(&self, job: &Value, kind: EventKind, reason: &str, msg: String) {
+        self.recorder
+            .record(COMPONENT, None, job, kind, reason, msg)
+            .await;
+    }
+
+    async fn delete_pods(&self, job: &Value, pods: &[Arc<Value>]) -> Result<(), ClientError> {
+        let inf = self.rt.informer(kinds::POD);
+        for p in pods {
+            match self
+                .rt
+                .client
+                .delete(
+                    kinds::POD,
+                    obj::namespace(p),
+                    obj::name(p),
+                    DeleteOptions::default(),
+                )
+                .await
+            {
+                Ok(Some(kept)) => inf.observe(kept),
+                Ok(None) | Err(ClientError::NotFound(_)) => inf.observe_deleted(p),
+                Err(e) => return Err(e),
+            }
+            self.event(
+                job,
+                EventKind::Normal,
+                "SuccessfulDelete",
+                format!("Deleted pod: {}", obj::name(p)),
+            )
+            .await;
+        }
+        Ok(())
+    }
+
+    async fn sync(&self, key: &ObjKey) -> Result<Requeue, ClientError> {
+        let Some(job) = self.rt.informer(kinds::JOB).get(key) else {
+            return Ok(Requeue::No);
+        };
+        if obj::deleting(&job) {
+            return Ok(Requeue::No);
+        }
+        let now = self.rt.clock.now();
+        let ts = obj::fmt_time(now);
+        if finished(&job).is_some() {
+            return self.expire(&job, now).await;
+        }
+        let spec = &job["spec"];
+        let indexed = spec["completionMode"] == "Indexed";
+        let parallelism = spec["parallelism"].as_i64().unwrap_or(1).max(0);
+        let completions = spec["completions"].as_i64();
+        let backoff_limit = spec["backoffLimit"].as_i64().unwrap_or(6);
+        let pods = self.rt.informer(kinds::POD).controlled_by(obj::uid(&job));
+        let mut active: Vec<Arc<Value>> = pods
+            .iter()
+            .filter(|p| obj::pod_active(p))
+            .cloned()
+            .collect();
+        let succeeded_pods: Vec<&Arc<Value>> = pods
+            .iter()
+            .filter(|p| obj::pod_phase(p) == "Succeeded")
+            .collect();
+        let failed_pods: Vec<&Arc<Value>> = pods
+            .iter()
+            .filter(|p| obj::pod_phase(p) == "Failed")
+            .collect();
+        let old = &job["status"];
+        let succeeded = (succeeded_pods.len() as i64).max(old["succeeded"].as_i64().unwrap_or(0));
+        let failed = (failed_pods.len() as i64).max(old["failed"].as_i64().unwrap_or(0));
+        let restarts: i64 = active
+            .iter()
+            .flat_map(|p| {
+                p["status"]["containerStatuses"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .filter_map(|c| c["restartCount"].as_i64())
+            .sum();
+        let mut completed: BTreeSet<i64> = BTreeSet::new();
+        if indexed {
+            completed.extend(succeeded_pods.iter().filter_map(|p| index_of(p)));
+        }
+        let mut status = old.clone();
+        if !status.is_object() {
+            status = json!({});
+        }
+        let mut conditions: Vec<Value> =
+            status["conditions"].as_array().cloned().unwrap_or_default();
+        let suspended = spec["suspend"] == true;
+        let mut requeue = Requeue::No;
+
+        let set = |conds: &mut Vec<Value>, t: &str, s: &str, reason: &str, msg: &str| {
+            obj::set_condition(
+                conds,
+                json!({"type": t, "status": s, "reason": reason, "message": msg, "lastProbeTime": ts}),
+                &ts,
+                false,
+            );
+        };
+
+        if suspended {
+            self.delete_pods(&job, &active).await?;
+            active.clear();
+            set(
+                &mut conditions,
+                "Suspended",
+                "True",
+                "JobSuspended",
+                "Job suspended",
+            );
+            if let Some(m) = status.as_object_mut() {
+                m.remove("startTime");
+            }
+        } else {
+            if obj::condition_true(&job, "Suspended") {
+                set(
+                    &mut conditions,
+                    "Suspended",
+                    "False",
+                    "JobResumed",
+                    "Job resumed",
+                );
+            }
+            if status["startTime"].is_null() {
+                status["startTime"] = json!(ts);
+            }
+        }
+        let start = obj::time_at(&status, &["startTime"]).unwrap_or(now);
+
+        // How the Job ends, if it does now.
+        let failure = if suspended {
+            None
+        } else if failed + restarts > backoff_limit {
+            Some((
+                "BackoffLimitExceeded",
+                "Job has reached the specified backoff limit",
+            ))
+        } else if let Some(ads) = spec["activeDeadlineSeconds"].as_i64() {
+            let at = start + obj::secs(ads);
+            if at <= now {
+                Some((
+                    "DeadlineExceeded",
+                    "Job was active longer than specified deadline",
+                ))
+            } else {
+                requeue = requeue.min(Requeue::After(obj::to_std(at - now)));
+                None
+            }
+        } else {
+            None
+        };
+        let success = !suspended
+            && failure.is_none()
+            && match (indexed, completions) {
+                (true, Some(c)) => (0..c).all(|i| completed.contains(&i)),
+                (false, Some(c)) => succeeded >= c,
+                (_, None) => succeeded > 0 && active.is_empty(),
+            };
+
+        if let Some((reason, msg)) = failure {
+            self.delete_pods(&job, &active).await?;
+            active.clear();
+            set(&mut conditions, "FailureTarget", "True", reason, msg);
+            set(&mut conditions, "Failed", "True", reason, msg);
+            self.event(&job, EventKind::Warning, reason, msg.into())
+                .await;
+        } else if success {
+            self.delete_pods(&job, &active).await?;
+            active.clear();
+            let msg = "Reached expected number of succeeded pods";
+            set(
+                &mut conditions,
+                "SuccessCriteriaMet",
+                "True",
+                "CompletionsReached",
+                msg,
+            );
+            set(
+                &mut conditions,
+                "Complete",
+                "True",
+                "CompletionsReached",
+                msg,
+            );
+            status["completionTime"] = json!(ts);
+            self.event(&job, EventKind::Normal, "Completed", "Job completed".into())
+                .await;
+        } else if !suspended {
+            // How many should run now.
+            let pending_indexes: Vec<i64> = if indexed {
+                let running: BTreeSet<i64> = active.iter().filter_map(|p| index_of(p)).collect();
+                (0..completions.unwrap_or(0))
+                    .filter(|i| !completed.contains(i) && !running.contains(i))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let want = match (indexed, completions) {
+                (true, Some(c)) => parallelism.min(c - completed.len() as i64),
+                (false, Some(c)) => parallelism.min(c - succeeded),
+                (_, None) => {
+                    if succeeded > 0 {
+                        active.len() as i64
+                    } else {
+                        parallelism
+                    }
+                }
+            }
+            .max(0);
+            let have = active.len() as i64;
+            if have > want {
+                // Newest first: they did the least work.
+                active.sort_by(|a, b| {
+                    obj::str_at(b, &["metadata", "creationTimestamp"])
+                        .cmp(&obj::str_at(a, &["metadata", "creationTimestamp"]))
+                });
+                let surplus: Vec<Arc<Value>> = active.drain(..(have - want) as usize).collect();
+                self.delete_pods(&job, &surplus).await?;
+            } else if have < want {
+                // Failed Pods delay their replacements.
+                let wait = if failed > 0 {
+                    let last = failed_pods
+                        .iter()
+                        .filter_map(|p| finish_time(p))
+                        .max()
+                        .unwrap_or(start);
+                    let delay = BACKOFF_BASE
+                        .saturating_mul(1i64 << (failed - 1).clamp(0, 20))
+                        .min(BACKOFF_MAX);
+                    let at = last + obj::secs(delay);
+                    (at > now).then(|| obj::to_std(at - now))
+                } else {
+                    None
+                };
+                match wait {
+                    Some(w) => requeue = requeue.min(Requeue::After(w)),
+                    None => {
+                        let mut indexes = pending_indexes.into_iter();
+                        for _ in 0..(want - have) {
+                            let index = if indexed {
+                                match indexes.next() {
+                                    Some(i) => Some(i),
+                                    None => break,
+                                }
+                            } else {
+                                None
+                            };
+                            let created = self.create_pod(&job, index).await?;
+                            active.push(Arc::new(created));
+                        }
+                    }
+                }
+            }
+        }
+
+        let ready = active.iter().filter(|p| obj::pod_ready(p)).count() as i64;
+        status["active"] = json!(active.len());
+        status["ready"] = json!(ready);
+        status["succeeded"] = json!(succeeded);
+        status["failed"] = json!(failed);
+        status["terminating"] = json!(0);
+        status["uncountedTerminatedPods"] = json!({});
+        if indexed && !completed.is_empty() {
+            status["completedIndexes"] = json!(ranges(&completed));
+        }
+        if !conditions.is_empty() {
+            status["conditions"] = json!(conditions);
+        }
+        // omitempty, as upstream.
+        if let Some(m) = status.as_object_mut() {
+            m.retain(|k, v| !(v.as_i64() == Some(0) && k != "ready" && k != "terminating"));
+        }
+        if job.get("status") != Some(&status) {
+            let mut new = (*job).clone();
+            new["status"] = status;
+            let written = self.rt.client.update_status(kinds::JOB, new).await?;
+            self.rt.informer(kinds::JOB).observe(written);
+        }
+        Ok(requeue)
+    }
+
+    async fn create_pod(&self, job: &Value, index: Option<i64>) -> Result<Value, ClientError> {
+        let name = obj::name(job);
+        let prefix = match index {
+            Some(i) => format!("{name}-{i}-"),
+            None => format!("{name}-"),
+        };
+        let mut pod = pod_from_template_of(kinds::JOB, job, &job["spec"]["template"], &prefix);
+        let uid = obj::uid(job).to_owned();
+        let labels = &mut pod["metadata"]["labels"];
+        if !labels.is_object() {
+            *labels = json!({});
+        }
+        for (k, v) in [
+            ("batch.kubernetes.io/controller-uid", uid.as_str()),
+            ("batch.kubernetes.io/job-name", name),
+            ("controller-uid", uid.as_str()),
+            ("job-name", name),
+        ] {
+            if labels.get(k).is_none() {
+                labels[k] = json!(v);
+            }
+        }
+        if let Some(i) = index {
+            labels[COMPLETION_INDEX] = json!(i.to_string());
+            obj::set_annotation(&mut pod, COMPLETION_INDEX, &i.to_string());
+            pod["spec"]["hostname"] = json!(format!("{name}-{i}"));
+        }
+        let created = self.rt.client.create(kinds::POD, pod).await?;
+        self.rt.informer(kinds::POD).observe(created.clone());
+        self.event(
+            job,
+            EventKind::Normal,
+            "SuccessfulCreate",
+            format!("Created pod: {}", obj::name(&created)),
+        )
+        .await;
+        Ok(created)
+    }
+
+    /// `ttlSecondsAfterFinished`: deletes the finished Job once it expires.
+    async fn expire(&self, job: &Value, now: DateTime<Utc>) -> Result<Requeue, ClientError> {
+        let Some(ttl) = job["spec"]["ttlSecondsAfterFinished"].as_i64() else {
+            return Ok(Requeue::No);
+        };
+        let done_at = obj::time_at(job, &["status", "completionTime"])
+            .or_else(|| {
+                obj::condition(job, "Failed")
+                    .and_then(|c| c["lastTransitionTime"].as_str())
+                    .and_then(obj::parse_time)
+            })
+            .unwrap_or(now);
+        let at = done_at + obj::secs(ttl);
+        if at > now {
+            return Ok(Requeue::After(
+                obj::to_std(at - now).max(Duration::from_millis(1)),
+            ));
+        }
+        let opts = DeleteOptions {
+            propagation: Some(Propagation::Background),
+            uid: Some(obj::uid(job).to_owned()),
+            ..DeleteOptions::default()
+        };
+        match self
+            .rt
+            .client
+            .delete(kinds::JOB, obj::namespace(job), obj::name(job), opts)
+            .await
+        {
+            Ok(Some(kept)) => self.rt.informer(kinds::JOB).observe(kept),
+            Ok(None) | Err(ClientError::NotFound(_)) => {
+                self.rt.informer(kinds::JOB).observe_deleted(job)
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(Requeue::No)
+    }
+}
+
+impl Reconciler for JobController {
+    fn reconcile<'a>(&'a self, key: &'a ObjKey) -> BoxFuture<'a, Result<Requeue, ClientError>> {
+        Box::pin(self.sync(key))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completed_indexes_as_ranges() {
+        let s: BTreeSet<i64> = [0, 1, 2, 4, 6, 7].into_iter().collect();
+        assert_eq!(ranges(&s), "0-2,4,6-7");
+    }
+}

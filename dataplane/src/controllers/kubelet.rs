@@ -1,0 +1,625 @@
+//! The simulated kubelet: moves each bound Pod through the states a real
+//! kubelet reports — `ContainerCreating`, then Running with container statuses,
+//! podIP and hostIP, then Ready once readiness probes' `initialDelaySeconds`
+//! have passed — on the clock. Deleting Pods are killed and removed.
+//!
+//! # Simulated failures
+//!
+//! Annotations on a Pod (or a workload's pod template) script its containers:
+//!
+//! | annotation | effect |
+//! |---|---|
+//! | `kemu.dev/exit-code: "N"` | every container exits with code N (after `exit-after`, default at once) |
+//! | `kemu.dev/exit-after: "30s"` | containers exit after running this long (code 0 unless `exit-code` says otherwise): "complete after N seconds" |
+//! | `kemu.dev/ready: "never"` | containers run but never become Ready |
+//!
+//! What follows an exit is the Pod's `restartPolicy`, as on a real node: with
+//! `Never` (or `OnFailure` and code 0) the Pod ends `Succeeded` or `Failed`;
+//! otherwise the container restarts with the kubelet's back-off (10 s doubling
+//! to 300 s), showing `CrashLoopBackOff` and `BackOff` Events in between.
+//!
+//! The Pod's state is a pure function of its start time, the clock and those
+//! annotations, so a test advancing a fake clock sees every step.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+
+use super::client::{BoxFuture, ClientError, DeleteOptions, EventType, kinds};
+use super::events::{EventKind, Recorder};
+use super::obj;
+use super::runtime::{ObjKey, Reconciler, Registration, Requeue, Runtime};
+
+/// Exit code the containers exit with.
+pub const EXIT_CODE: &str = "kemu.dev/exit-code";
+/// How long containers run before exiting.
+pub const EXIT_AFTER: &str = "kemu.dev/exit-after";
+/// `never`: containers never become Ready.
+pub const READY: &str = "kemu.dev/ready";
+
+const COMPONENT: &str = "kubelet";
+const BACKOFF_START: i64 = 10;
+const BACKOFF_MAX: i64 = 300;
+
+/// How the simulated kubelet paces Pods.
+#[derive(Debug, Clone, Copy)]
+pub struct KubeletConfig {
+    /// From binding to containers running (image pull and start).
+    pub start_delay: Duration,
+}
+
+impl Default for KubeletConfig {
+    fn default() -> Self {
+        Self {
+            start_delay: Duration::ZERO,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Run {
+    Running {
+        since: DateTime<Utc>,
+    },
+    BackOff {
+        until: DateTime<Utc>,
+    },
+    Exited {
+        code: i64,
+        started: DateTime<Utc>,
+        finished: DateTime<Utc>,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Script {
+    exit_code: Option<i64>,
+    exit_after: Option<Duration>,
+    never_ready: bool,
+}
+
+impl Script {
+    fn of(p: &Value) -> Self {
+        let exit_code = obj::annotation(p, EXIT_CODE).and_then(|c| c.trim().parse().ok());
+        let exit_after = obj::annotation(p, EXIT_AFTER).and_then(obj::parse_duration);
+        Self {
+            exit_code: exit_code.or(exit_after.map(|_| 0)),
+            exit_after: exit_after.or(exit_code.map(|_| Duration::ZERO)),
+            never_ready: obj::annotation(p, READY) == Some("never"),
+        }
+    }
+}
+
+fn backoff(restarts: i64) -> chrono::Duration {
+    let secs = BACKOFF_START
+        .saturating_mul(1i64 << (restarts - 1).clamp(0, 20))
+        .min(BACKOFF_MAX);
+    obj::secs(secs)
+}
+
+/// Walks the container's life from `first_run` to `now`: (state, restarts,
+/// last termination, next instant something changes).
+fn timeline(
+    first_run: DateTime<Utc>,
+    now: DateTime<Utc>,
+    script: Script,
+    policy: &str,
+) -> (Run, i64, Option<Run>, Option<DateTime<Utc>>) {
+    let (Some(code), Some(after)) = (script.exit_code, script.exit_after) else {
+        return (Run::Running { since: first_run }, 0, None, None);
+    };
+    let after = chrono::Duration::from_std(after).unwrap_or(chrono::Duration::MAX);
+    let (mut since, mut restarts, mut last) = (first_run, 0i64, None);
+    loop {
+        let finished = since + after;
+        if finished > now {
+            return (Run::Running { since }, restarts, last, Some(finished));
+        }
+        let exited = Run::Exited {
+            code,
+            started: since,
+            finished,
+        };
+        let restart = match policy {
+            "Never" => false,
+            "OnFailure" => code != 0,
+            _ => true,
+        };
+        if !restart {
+            return (exited, restarts, last, None);
+        }
+        restarts += 1;
+        last = Some(exited);
+        let until = finished + backoff(restarts);
+        if until > now {
+            return (Run::BackOff { until }, restarts, last, Some(until));
+        }
+        since = until;
+    }
+}
+
+fn terminated(code: i64, started: DateTime<Utc>, finished: DateTime<Utc>, cid: &str) -> Value {
+    json!({"terminated": {
+        "exitCode": code,
+        "reason": if code == 0 { "Completed" } else { "Error" },
+        "startedAt": obj::fmt_time(started),
+        "finishedAt": obj::fmt_time(finished),
+        "containerID": cid,
+    }})
+}
+
+/// A stable fake digest for ids.
+fn digest(s: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut out = String::with_capacity(64);
+    for round in 0..4u8 {
+        for b in s.bytes().chain([round]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        out.push_str(&format!("{h:016x}"));
+    }
+    out
+}
+
+/// The simulated kubelet of every Node.
+pub struct Kubelet {
+    rt: Arc<Runtime>,
+    recorder: Recorder,
+    config: KubeletConfig,
+    ips: Mutex<HashMap<String, u32>>,
+}
+
+impl Kubelet {
+    /// Wires the kubelet to the Pod informer.
+    pub fn register(rt: &Arc<Runtime>, recorder: Recorder, config: KubeletConfig) -> Registration {
+        let queue = rt.queue("kubelet");
+        let q = queue.clone();
+        rt.informer(kinds::POD).on_change(move |c| {
+            if c.kind != EventType::Deleted
+                && c.new["spec"]["nodeName"]
+                    .as_str()
+                    .is_some_and(|n| !n.is_empty())
+            {
+                q.add(ObjKey::of(&c.new));
+            }
+        });
+        Registration {
+            name: "kubelet",
+            queue,
+            reconciler: Arc::new(Self {
+                rt: rt.clone(),
+                recorder,
+                config,
+                ips: Mutex::default(),
+            }),
+        }
+    }
+
+    fn pod_ip(&self, node: &Value, p: &Value) -> String {
+        if let Some(ip) = p["status"]["podIP"].as_str() {
+            return ip.to_owned();
+        }
+        let name = obj::name(node).to_owned();
+        let mut ips = self.ips.lock();
+        let n = ips.entry(name).or_insert(0);
+        *n += 1;
+        let base = node["spec"]["podCIDR"]
+            .as_str()
+            .and_then(|c| c.split('/').next())
+            .map(|ip| {
+                ip.rsplit_once('.')
+                    .map(|(a, _)| a.to_owned())
+                    .unwrap_or_default()
+            })
+            .unwrap_or_else(|| {
+                let h = digest(obj::name(node));
+                let x = u8::from_str_radix(&h[..2], 16).unwrap_or(0);
+                format!("10.244.{x}")
+            });
+        format!("{base}.{}", (*n - 1) % 253 + 2)
+    }
+
+    async fn event(&self, node: &str, p: &Value, kind: EventKind, reason: &str, msg: String) {
+        self.recorder
+            .record(COMPONENT, Some(node), p, kind, reason, msg)
+            .await;
+    }
+
+    async fn sync(&self, key: &ObjKey) -> Result<Requeue, ClientError> {
+        let Some(pod) = self.rt.informer(kinds::POD).get(key) else {
+            return Ok(Requeue::No);
+        };
+        let node_name = pod["spec"]["nodeName"].as_str().unwrap_or("").to_owned();
+        if node_name.is_empty() {
+            return Ok(Requeue::No);
+        }
+        let containers: Vec<Value> = pod["spec"]["containers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if obj::deleting(&pod) {
+            if !obj::pod_terminal(&pod) {
+                for c in &containers {
+                    let msg = format!("Stopping container {}", c["name"].as_str().unwrap_or(""));
+                    self.event(&node_name, &pod, EventKind::Normal, "Killing", msg)
+                        .await;
+                }
+            }
+            let opts = DeleteOptions {
+                grace_period_seconds: Some(0),
+                uid: Some(obj::uid(&pod).to_owned()),
+                ..DeleteOptions::default()
+            };
+            return match self
+                .rt
+                .client
+                .delete(kinds::POD, &key.namespace, &key.name, opts)
+                .await
+            {
+                Ok(Some(kept)) => {
+                    self.rt.informer(kinds::POD).observe(kept);
+                    Ok(Requeue::No)
+                }
+                Ok(None) | Err(ClientError::NotFound(_)) => {
+                    self.rt.informer(kinds::POD).observe_deleted(&pod);
+                    Ok(Requeue::No)
+                }
+                Err(e) => Err(e),
+            };
+        }
+        if obj::pod_terminal(&pod) {
+            return Ok(Requeue::No);
+        }
+        let Some(node) = self.rt.informer(kinds::NODE).get_by("", &node_name) else {
+            return Ok(Requeue::No);
+        };
+        let now = self.rt.clock.now();
+        let start_time = obj::time_at(&pod, &["status", "startTime"]).unwrap_or(now);
+        let delay = chrono::Duration::from_std(self.config.start_delay).unwrap_or_default();
+        let first_run = start_time + delay;
+        let script = Script::of(&pod);
+        let policy = pod["spec"]["restartPolicy"]
+            .as_str()
+            .unwrap_or("Always")
+            .to_owned();
+        let host_ip = node["status"]["addresses"]
+            .as_array()
+            .and_then(|a| a.iter().find(|x| x["type"] == "InternalIP"))
+            .and_then(|x| x["address"].as_str())
+            .unwrap_or("10.0.0.1")
+            .to_owned();
+        let running_now = now >= first_run;
+        let pod_ip = running_now.then(|| self.pod_ip(&node, &pod));
+        let mut wake: Option<DateTime<Utc>> = None;
+        let mut all_ready = true;
+        let mut unready: Vec<String> = Vec::new();
+        let mut statuses = Vec::new();
+        let mut phase = "Running";
+        let mut exit_codes = Vec::new();
+        if !running_now {
+            wake = Some(first_run);
+        }
+        let old_statuses = pod["status"]["containerStatuses"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for c in &containers {
+            let name = c["name"].as_str().unwrap_or("").to_owned();
+            let image = c["image"].as_str().unwrap_or("").to_owned();
+            let cid = format!(
+                "containerd://{}",
+                digest(&format!("{}/{name}", obj::uid(&pod)))
+            );
+            let mut cs = json!({
+                "name": name,
+                "image": image,
+                "imageID": format!("{}@sha256:{}", image.split(':').next().unwrap_or(""), digest(&image)),
+                "ready": false,
+                "restartCount": 0,
+                "started": false,
+                "lastState": {},
+            });
+            if !running_now {
+                cs["state"] = json!({"waiting": {"reason": "ContainerCreating"}});
+                all_ready = false;
+                unready.push(name);
+                statuses.push(cs);
+                continue;
+            }
+            let (run, restarts, last, next) = timeline(first_run, now, script, &policy);
+            wake = match (wake, next) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            cs["restartCount"] = json!(restarts);
+            if let Some(Run::Exited {
+                code,
+                started,
+                finished,
+            }) = last
+            {
+                cs["lastState"] = terminated(code, started, finished, &cid);
+            }
+            let mut ready = false;
+            match run {
+                Run::Running { since } => {
+                    cs["containerID"] = json!(cid);
+                    cs["started"] = json!(true);
+                    cs["state"] = json!({"running": {"startedAt": obj::fmt_time(since)}});
+                    let delay = c["readinessProbe"]["initialDelaySeconds"]
+                        .as_i64()
+                        .unwrap_or(0);
+                    let ready_at = since + obj::secs(delay);
+                    if !script.never_ready {
+                        if c.get("readinessProbe").is_none() || ready_at <= now {
+                            ready = true;
+                        } else {
+                            wake = Some(wake.map_or(ready_at, |w| w.min(ready_at)));
+                        }
+                    }
+                }
+                Run::BackOff { .. } => {
+                    cs["containerID"] = json!(cid);
+                    cs["state"] = json!({"waiting": {
+                        "reason": "CrashLoopBackOff",
+                        "message": format!("back-off {}s restarting failed container={name} pod={}_{}({})",
+                            backoff(restarts).num_seconds(), key.name, key.namespace, obj::uid(&pod)),
+                    }});
+                }
+                Run::Exited {
+                    code,
+                    started,
+                    finished,
+                } => {
+                    cs["containerID"] = json!(cid);
+                    cs["state"] = terminated(code, started, finished, &cid);
+                    exit_codes.push(code);
+                }
+            }
+            cs["ready"] = json!(ready);
+            if !ready {
+                all_ready = false;
+                unready.push(name);
+            }
+            statuses.push(cs);
+        }
+        if !exit_codes.is_empty() && exit_codes.len() == containers.len() {
+            phase = if exit_codes.iter().all(|c| *c == 0) {
+                "Succeeded"
+            } else {
+                "Failed"
+            };
+        }
+        if !running_now {
+            phase = "Pending";
+        }
+        let ts = obj::fmt_time(now);
+        let mut conditions: Vec<Value> = pod["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let unready_msg = format!("containers with unready status: [{}]", unready.join(" "));
+        let (ready_status, ready_reason, ready_msg) = if phase == "Succeeded" {
+            ("False", Some("PodCompleted"), None)
+        } else if all_ready && !containers.is_empty() {
+            ("True", None, None)
+        } else {
+            ("False", Some("ContainersNotReady"), Some(unready_msg))
+        };
+        let mk = |t: &str, status: &str, reason: Option<&str>, msg: Option<&String>| {
+            let mut c = json!({"type": t, "status": status, "lastProbeTime": null});
+            if let Some(r) = reason {
+                c["reason"] = json!(r);
+            }
+            if let Some(m) = msg {
+                c["message"] = json!(m);
+            }
+            c
+        };
+        for c in [
+            mk(
+                "PodReadyToStartContainers",
+                if phase == "Running" || phase == "Pending" {
+                    "True"
+                } else {
+                    "False"
+                },
+                None,
+                None,
+            ),
+            mk("Initialized", "True", None, None),
+            mk("Ready", ready_status, ready_reason, ready_msg.as_ref()),
+            mk(
+                "ContainersReady",
+                ready_status,
+                ready_reason,
+                ready_msg.as_ref(),
+            ),
+            mk("PodScheduled", "True", None, None),
+        ] {
+            set_pod_condition(&mut conditions, c, &ts);
+        }
+        // Keep upstream's order.
+        let order = [
+            "PodReadyToStartContainers",
+            "Initialized",
+            "Ready",
+            "ContainersReady",
+            "PodScheduled",
+        ];
+        conditions.sort_by_key(|c| {
+            order
+                .iter()
+                .position(|o| c["type"] == *o)
+                .unwrap_or(order.len())
+        });
+        let mut status = pod["status"].clone();
+        if !status.is_object() {
+            status = json!({});
+        }
+        status["phase"] = json!(phase);
+        status["conditions"] = json!(conditions);
+        status["hostIP"] = json!(host_ip);
+        status["hostIPs"] = json!([{"ip": host_ip}]);
+        status["startTime"] = json!(obj::fmt_time(start_time));
+        status["containerStatuses"] = json!(statuses);
+        if let Some(pod_ip) = pod_ip {
+            status["podIP"] = json!(pod_ip);
+            status["podIPs"] = json!([{"ip": pod_ip}]);
+        }
+        if status["qosClass"].is_null() {
+            status["qosClass"] = json!(qos_class(&pod));
+        }
+        if pod.get("status") != Some(&status) {
+            let mut new = (*pod).clone();
+            new["status"] = status;
+            let written = self.rt.client.update_status(kinds::POD, new).await?;
+            self.rt.informer(kinds::POD).observe(written.clone());
+            self.emit_events(&node_name, &written, &old_statuses, &statuses)
+                .await;
+        }
+        Ok(match wake {
+            Some(at) => Requeue::After(obj::to_std(at - now)),
+            None => Requeue::No,
+        })
+    }
+
+    async fn emit_events(&self, node: &str, pod: &Value, old: &[Value], new: &[Value]) {
+        for cs in new {
+            let name = cs["name"].as_str().unwrap_or("");
+            let before = old.iter().find(|o| o["name"] == name);
+            let was_running = before.is_some_and(|b| b["state"].get("running").is_some());
+            let old_restarts = before.and_then(|b| b["restartCount"].as_i64()).unwrap_or(0);
+            let restarts = cs["restartCount"].as_i64().unwrap_or(0);
+            let image = cs["image"].as_str().unwrap_or("");
+            let started = cs["state"].get("running").is_some();
+            if started && (!was_running || restarts > old_restarts) {
+                self.event(
+                    node,
+                    pod,
+                    EventKind::Normal,
+                    "Pulled",
+                    format!("Container image \"{image}\" already present on machine"),
+                )
+                .await;
+                self.event(
+                    node,
+                    pod,
+                    EventKind::Normal,
+                    "Created",
+                    format!("Created container: {name}"),
+                )
+                .await;
+                self.event(
+                    node,
+                    pod,
+                    EventKind::Normal,
+                    "Started",
+                    format!("Started container {name}"),
+                )
+                .await;
+            }
+            if cs["state"]["waiting"]["reason"] == "CrashLoopBackOff" && restarts > old_restarts {
+                let msg = format!(
+                    "Back-off restarting failed container {name} in pod {}_{}({})",
+                    obj::name(pod),
+                    obj::namespace(pod),
+                    obj::uid(pod)
+                );
+                self.event(node, pod, EventKind::Warning, "BackOff", msg)
+                    .await;
+            }
+        }
+    }
+}
+
+fn set_pod_condition(conds: &mut Vec<Value>, new: Value, now: &str) {
+    if let Some(old) = conds.iter_mut().find(|c| c["type"] == new["type"]) {
+        if old["status"] == new["status"]
+            && old.get("reason") == new.get("reason")
+            && old.get("message") == new.get("message")
+        {
+            return;
+        }
+        let mut new = new;
+        new["lastTransitionTime"] = if old["status"] == new["status"] {
+            old["lastTransitionTime"].clone()
+        } else {
+            json!(now)
+        };
+        *old = new;
+        return;
+    }
+    let mut new = new;
+    new["lastTransitionTime"] = json!(now);
+    conds.push(new);
+}
+
+/// Upstream's QoS class from requests and limits.
+pub fn qos_class(p: &Value) -> &'static str {
+    let containers: Vec<&Value> = p["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut any = false;
+    let mut guaranteed = !containers.is_empty();
+    for c in &containers {
+        let r = &c["resources"];
+        for res in ["cpu", "memory"] {
+            let req = r["requests"].get(res).or(r["limits"].get(res));
+            let lim = r["limits"].get(res);
+            any |= req.is_some() || lim.is_some();
+            if lim.is_none() || req != lim {
+                guaranteed = false;
+            }
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+impl Reconciler for Kubelet {
+    fn reconcile<'a>(&'a self, key: &'a ObjKey) -> BoxFuture<'a, Result<Requeue, ClientError>> {
+        Box::pin(self.sync(key))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crash_loop_backs_off() {
+        let t0 = DateTime::from_timestamp(0, 0).unwrap_or_default();
+        let s = Script {
+            exit_code: Some(1),
+            exit_after: Some(Duration::ZERO),
+            never_ready: false,
+        };
+        let (run, restarts, _, next) = timeline(t0, t0, s, "Always");
+        assert_eq!(restarts, 1);
+        assert_eq!(
+            run,
+            Run::BackOff {
+                until: t0 + obj::secs(10)
+            }
+        );
+        assert_eq!(next, Some(t0 + obj::secs(10)));
+        let (_, restarts, _, _) = timeline(t0, t0 + obj::secs(10 + 20 + 1), s, "Always");
+        assert_eq!(restarts, 3);
+        let (run, restarts, _, _) = timeline(t0, t0, s, "Never");
+        assert_eq!(restarts, 0);
+        assert!(matches!(run, Run::Exited { code: 1, .. }));
+    }
+}

@@ -1,0 +1,131 @@
+//! The controllers of one cluster, as kube-controller-manager, kube-scheduler
+//! and the kubelets run them: level-triggered reconcilers fed by the store's own
+//! watch events, writing back through the same store, paced by the clock.
+//!
+//! # Layout
+//!
+//! - [`client`]: the narrow [`Client`] trait controllers reach the store
+//!   through (the adapter contract), and [`MemClient`] for tests.
+//! - [`runtime`]: shared informers, work queues, clock timers, the
+//!   [`Reconciler`](runtime::Reconciler) trait.
+//! - [`obj`], [`selector`]: reading JSON objects; label selectors.
+//! - [`events`]: core/v1 Events with upstream reasons.
+//! - [`deployment`], [`replicaset`]: Deployment → ReplicaSet → Pod.
+//! - [`scheduler`]: binds Pods to Nodes.
+//! - [`kubelet`]: the simulated kubelet (Pod phases, conditions, failures).
+//! - [`statefulset`], [`daemonset`]: ordinal and per-Node workloads.
+//! - [`job`], [`cronjob`]: batch workloads.
+//! - [`service`]: Service → EndpointSlices and Endpoints of ready Pods.
+//! - [`gc`]: garbage collection by ownerReferences; [`namespace`]: Namespace
+//!   lifecycle.
+
+pub mod client;
+pub mod cronjob;
+pub mod daemonset;
+pub mod deployment;
+pub mod events;
+pub mod gc;
+pub mod job;
+pub mod kubelet;
+pub mod namespace;
+pub mod obj;
+pub mod replicaset;
+pub mod runtime;
+pub mod scheduler;
+pub mod selector;
+pub mod service;
+pub mod statefulset;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use kemu_shared::SharedClock;
+
+pub use client::{Client, ClientError, Kind, MemClient, kinds};
+pub use kubelet::KubeletConfig;
+pub use runtime::Runtime;
+
+/// Settings of a cluster's controllers.
+#[derive(Debug, Clone)]
+pub struct ControllerConfig {
+    /// The simulated kubelet's pacing.
+    pub kubelet: KubeletConfig,
+    /// Workers per controller.
+    pub workers: usize,
+    /// The cluster CA (PEM), published in every namespace as `kube-root-ca.crt`.
+    pub root_ca: Option<Arc<str>>,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        Self {
+            kubelet: KubeletConfig::default(),
+            workers: 1,
+            root_ca: None,
+        }
+    }
+}
+
+/// Every kind the built-in controllers watch.
+pub const WATCHED: [Kind; 12] = [
+    kinds::POD,
+    kinds::NODE,
+    kinds::NAMESPACE,
+    kinds::DEPLOYMENT,
+    kinds::REPLICA_SET,
+    kinds::STATEFUL_SET,
+    kinds::DAEMON_SET,
+    kinds::JOB,
+    kinds::CRON_JOB,
+    kinds::SERVICE_ACCOUNT,
+    kinds::SERVICE,
+    kinds::ENDPOINT_SLICE,
+];
+
+/// The running controllers of one cluster; dropping it stops them.
+#[derive(Debug)]
+pub struct Controllers {
+    runtime: Arc<Runtime>,
+}
+
+impl Controllers {
+    /// Starts every controller of a cluster on `client`, paced by `clock`.
+    /// Must be called inside a tokio runtime.
+    pub fn start(client: Arc<dyn Client>, clock: SharedClock, config: ControllerConfig) -> Self {
+        let rt = Runtime::new(client.clone(), clock.clone(), &WATCHED);
+        let recorder = events::Recorder::new(client, clock);
+        let mut regs = vec![
+            deployment::DeploymentController::register(&rt, recorder.clone()),
+            replicaset::ReplicaSetController::register(&rt, recorder.clone()),
+            scheduler::Scheduler::register(&rt, recorder.clone()),
+            kubelet::Kubelet::register(&rt, recorder.clone(), config.kubelet),
+            statefulset::StatefulSetController::register(&rt, recorder.clone()),
+            daemonset::DaemonSetController::register(&rt, recorder.clone()),
+            job::JobController::register(&rt, recorder.clone()),
+            cronjob::CronJobController::register(&rt, recorder.clone()),
+            service::EndpointSliceController::register(&rt),
+            namespace::NamespaceController::register(&rt, config.root_ca.clone()),
+        ];
+        regs.extend(gc::GarbageCollector::register(&rt));
+        rt.start(regs, config.workers);
+        Self { runtime: rt }
+    }
+
+    /// The runtime (informers, settle).
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    /// Waits until every controller is done with what the clock allows now
+    /// (current-thread tokio runtimes; see [`Runtime::settle`]).
+    pub async fn settle(&self) {
+        self.runtime.settle().await;
+    }
+}
+
+impl Drop for Controllers {
+    fn drop(&mut self) {
+        self.runtime.shutdown();
+    }
+}

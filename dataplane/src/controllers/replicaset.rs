@@ -1,0 +1,370 @@
+//! The ReplicaSet controller: keeps `spec.replicas` active Pods from the
+//! template, deleting the least valuable first as upstream ranks them, and
+//! reports `replicas`, `fullyLabeledReplicas`, `readyReplicas`,
+//! `availableReplicas` (Ready for `minReadySeconds`) and `observedGeneration`.
+//!
+//! Per-ReplicaSet Pod counts are kept incrementally from Pod events, so a
+//! reconcile costs O(Pods created or deleted), not O(Pods owned).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+
+use super::client::{BoxFuture, ClientError, DeleteOptions, kinds};
+use super::events::{EventKind, Recorder};
+use super::obj;
+use super::runtime::{Change, ObjKey, Queue, Reconciler, Registration, Requeue, Runtime};
+
+const COMPONENT: &str = "replicaset-controller";
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Counts {
+    active: i64,
+    ready: i64,
+}
+
+#[derive(Default)]
+struct Tally {
+    // pod key → (owner uid, counted as active, counted as ready)
+    pods: HashMap<ObjKey, (String, bool, bool)>,
+    owners: HashMap<String, Counts>,
+}
+
+impl Tally {
+    fn apply(&mut self, change: &Change) {
+        let key = ObjKey::of(&change.new);
+        if let Some((owner, active, ready)) = self.pods.remove(&key)
+            && let Some(c) = self.owners.get_mut(&owner)
+        {
+            c.active -= i64::from(active);
+            c.ready -= i64::from(ready);
+            if *c == Counts::default() {
+                self.owners.remove(&owner);
+            }
+        }
+        if change.kind == super::client::EventType::Deleted {
+            return;
+        }
+        let p = &change.new;
+        let Some(owner) = obj::controller_ref(p).filter(|r| r["kind"] == "ReplicaSet") else {
+            return;
+        };
+        let Some(owner) = owner["uid"].as_str() else {
+            return;
+        };
+        let active = obj::pod_active(p);
+        let ready = active && obj::pod_ready(p);
+        let c = self.owners.entry(owner.to_owned()).or_default();
+        c.active += i64::from(active);
+        c.ready += i64::from(ready);
+        self.pods.insert(key, (owner.to_owned(), active, ready));
+    }
+}
+
+/// The ReplicaSet controller.
+pub struct ReplicaSetController {
+    rt: Arc<Runtime>,
+    recorder: Recorder,
+    tally: Arc<Mutex<Tally>>,
+}
+
+impl ReplicaSetController {
+    /// Wires the controller to the runtime's informers.
+    pub fn register(rt: &Arc<Runtime>, recorder: Recorder) -> Registration {
+        let queue = rt.queue("replicaset");
+        let tally: Arc<Mutex<Tally>> = Arc::default();
+        let q = queue.clone();
+        rt.informer(kinds::REPLICA_SET)
+            .on_change(move |c| q.add(ObjKey::of(&c.new)));
+        let (q, t, rsi) = (
+            queue.clone(),
+            tally.clone(),
+            rt.informer(kinds::REPLICA_SET).clone(),
+        );
+        rt.informer(kinds::POD).on_change(move |c| {
+            t.lock().apply(c);
+            for p in [Some(&c.new), c.old.as_ref()].into_iter().flatten() {
+                enqueue_owner(&q, &rsi, p);
+            }
+        });
+        Registration {
+            name: "replicaset",
+            queue,
+            reconciler: Arc::new(Self {
+                rt: rt.clone(),
+                recorder,
+                tally,
+            }),
+        }
+    }
+
+    async fn sync(&self, key: &ObjKey) -> Result<Requeue, ClientError> {
+        let rsi = self.rt.informer(kinds::REPLICA_SET);
+        let pods = self.rt.informer(kinds::POD);
+        let Some(rs) = rsi.get(key) else {
+            return Ok(Requeue::No);
+        };
+        let uid = obj::uid(&rs).to_owned();
+        let want = rs["spec"]["replicas"].as_i64().unwrap_or(1).max(0);
+        let have = self.counts(&uid).active;
+        let mut failure = None;
+        if !obj::deleting(&rs) && have < want {
+            for i in 0..(want - have) {
+                let pod = pod_from_template(&rs);
+                match self.rt.client.create(kinds::POD, pod).await {
+                    Ok(created) => {
+                        let msg = format!("Created pod: {}", obj::name(&created));
+                        pods.observe(created);
+                        self.recorder
+                            .record(
+                                COMPONENT,
+                                None,
+                                &rs,
+                                EventKind::Normal,
+                                "SuccessfulCreate",
+                                msg,
+                            )
+                            .await;
+                    }
+                    Err(e) => {
+                        self.recorder
+                            .record(
+                                COMPONENT,
+                                None,
+                                &rs,
+                                EventKind::Warning,
+                                "FailedCreate",
+                                format!("Error creating: {e}"),
+                            )
+                            .await;
+                        failure = Some(e);
+                        break;
+                    }
+                }
+                if i % 64 == 63 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        } else if have > want {
+            let mut owned: Vec<Arc<Value>> = pods.controlled_by(&uid);
+            owned.retain(|p| obj::pod_active(p));
+            owned.sort_by_cached_key(|p| deletion_rank(p));
+            for p in owned.iter().take((have - want) as usize) {
+                match self
+                    .rt
+                    .client
+                    .delete(
+                        kinds::POD,
+                        obj::namespace(p),
+                        obj::name(p),
+                        DeleteOptions::default(),
+                    )
+                    .await
+                {
+                    Ok(Some(kept)) => pods.observe(kept),
+                    Ok(None) => pods.observe_deleted(p),
+                    Err(ClientError::NotFound(_)) => pods.observe_deleted(p),
+                    Err(e) => {
+                        failure = Some(e);
+                        break;
+                    }
+                }
+                self.recorder
+                    .record(
+                        COMPONENT,
+                        None,
+                        &rs,
+                        EventKind::Normal,
+                        "SuccessfulDelete",
+                        format!("Deleted pod: {}", obj::name(p)),
+                    )
+                    .await;
+            }
+        }
+        let requeue = self.update_status(&rs, failure.as_ref()).await?;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(requeue),
+        }
+    }
+
+    fn counts(&self, uid: &str) -> Counts {
+        self.tally
+            .lock()
+            .owners
+            .get(uid)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    async fn update_status(
+        &self,
+        rs: &Value,
+        failure: Option<&ClientError>,
+    ) -> Result<Requeue, ClientError> {
+        let uid = obj::uid(rs);
+        let c = self.counts(uid);
+        let min_ready = rs["spec"]["minReadySeconds"].as_i64().unwrap_or(0);
+        let now = self.rt.clock.now();
+        let (available, requeue) = if min_ready <= 0 {
+            (c.ready, Requeue::No)
+        } else {
+            let mut available = 0;
+            let mut next = Requeue::No;
+            for p in self.rt.informer(kinds::POD).controlled_by(uid) {
+                if !obj::pod_active(&p) {
+                    continue;
+                }
+                match obj::pod_available(&p, min_ready, now) {
+                    (true, _) => available += 1,
+                    (false, Some(wait)) => next = next.min(Requeue::After(wait)),
+                    _ => {}
+                }
+            }
+            (available, next)
+        };
+        let mut status = json!({
+            "replicas": c.active,
+            "fullyLabeledReplicas": c.active,
+            "readyReplicas": c.ready,
+            "availableReplicas": available,
+            "observedGeneration": obj::generation(rs),
+        });
+        let mut conditions: Vec<Value> = rs["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let ts = obj::fmt_time(now);
+        match failure {
+            Some(e) => {
+                obj::set_condition(
+                    &mut conditions,
+                    json!({"type":"ReplicaFailure","status":"True","reason":"FailedCreate","message":e.to_string()}),
+                    &ts,
+                    false,
+                );
+            }
+            None => conditions.retain(|c| c["type"] != "ReplicaFailure"),
+        }
+        if !conditions.is_empty() {
+            status["conditions"] = json!(conditions);
+        }
+        // Upstream omits zero counts (omitempty) except replicas.
+        for f in ["fullyLabeledReplicas", "readyReplicas", "availableReplicas"] {
+            if status[f] == 0
+                && let Some(m) = status.as_object_mut()
+            {
+                m.remove(f);
+            }
+        }
+        if rs.get("status") != Some(&status) {
+            let mut new = rs.clone();
+            new["status"] = status;
+            let written = self
+                .rt
+                .client
+                .update_status(kinds::REPLICA_SET, new)
+                .await?;
+            self.rt.informer(kinds::REPLICA_SET).observe(written);
+        }
+        Ok(requeue)
+    }
+}
+
+fn enqueue_owner(q: &Arc<Queue>, rsi: &super::runtime::Informer, pod: &Value) {
+    if let Some(r) = obj::controller_ref(pod).filter(|r| r["kind"] == "ReplicaSet")
+        && let Some(name) = r["name"].as_str()
+    {
+        let key = ObjKey::new(obj::namespace(pod), name);
+        if rsi.get(&key).is_some() {
+            q.add(key);
+        }
+    }
+}
+
+impl Reconciler for ReplicaSetController {
+    fn reconcile<'a>(&'a self, key: &'a ObjKey) -> BoxFuture<'a, Result<Requeue, ClientError>> {
+        Box::pin(self.sync(key))
+    }
+}
+
+/// A Pod from a controller's template, owned by it, named `<owner>-xxxxx`.
+pub fn pod_from_template_of(
+    owner_kind: super::client::Kind,
+    owner: &Value,
+    template: &Value,
+    generate_name: &str,
+) -> Value {
+    let mut meta = json!({
+        "generateName": generate_name,
+        "namespace": obj::namespace(owner),
+        "ownerReferences": [obj::controller_ref_to(owner_kind, owner)],
+    });
+    for f in ["labels", "annotations"] {
+        if let Some(v) = template["metadata"].get(f) {
+            meta[f] = v.clone();
+        }
+    }
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": template["spec"].clone(),
+    })
+}
+
+fn pod_from_template(rs: &Value) -> Value {
+    pod_from_template_of(
+        kinds::REPLICA_SET,
+        rs,
+        &rs["spec"]["template"],
+        &format!("{}-", obj::name(rs)),
+    )
+}
+
+/// Upstream's order for scale-down victims: unassigned before assigned, Pending
+/// before Unknown before Running, not Ready before Ready, Ready for less time
+/// first, more restarts first, newer first.
+fn deletion_rank(
+    p: &Value,
+) -> (
+    u8,
+    u8,
+    u8,
+    std::cmp::Reverse<String>,
+    std::cmp::Reverse<i64>,
+    std::cmp::Reverse<String>,
+) {
+    let assigned = u8::from(
+        p["spec"]["nodeName"]
+            .as_str()
+            .is_some_and(|n| !n.is_empty()),
+    );
+    let phase = match obj::pod_phase(p) {
+        "Pending" => 0,
+        "Unknown" => 1,
+        _ => 2,
+    };
+    let ready = u8::from(obj::pod_ready(p));
+    let ready_since = obj::condition(p, "Ready")
+        .and_then(|c| c["lastTransitionTime"].as_str())
+        .unwrap_or("")
+        .to_owned();
+    let restarts: i64 = p["status"]["containerStatuses"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|c| c["restartCount"].as_i64()).sum())
+        .unwrap_or(0);
+    let created = obj::str_at(p, &["metadata", "creationTimestamp"])
+        .unwrap_or("")
+        .to_owned();
+    (
+        assigned,
+        phase,
+        ready,
+        std::cmp::Reverse(ready_since),
+        std::cmp::Reverse(restarts),
+        std::cmp::Reverse(created),
+    )
+}

@@ -1,0 +1,662 @@
+//! The controller runtime, as kube-controller-manager's: shared informers (one
+//! watch and one cache per kind, with an owner index), work queues that dedupe by
+//! key and requeue failures with rate-limited backoff, and timers on the
+//! [`Clock`](kemu_shared::Clock) for requeue-after. Reconcilers are
+//! level-triggered: they get a key, read the caches and write through the client;
+//! they never run inside the request that wrote the object.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use kemu_shared::SharedClock;
+use parking_lot::{Mutex, RwLock};
+use serde_json::Value;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use super::client::{BoxFuture, Client, ClientError, EventType, Kind, WatchEvent};
+use super::obj;
+
+/// An object's key within its kind: (namespace, name); namespace `""` when
+/// cluster-scoped.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjKey {
+    /// Namespace, `""` for cluster-scoped objects.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+impl ObjKey {
+    /// The key of `v`.
+    pub fn of(v: &Value) -> Self {
+        Self {
+            namespace: obj::namespace(v).to_owned(),
+            name: obj::name(v).to_owned(),
+        }
+    }
+
+    /// A key from parts.
+    pub fn new(namespace: &str, name: &str) -> Self {
+        Self {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+}
+
+/// A change an informer saw, handed to every handler.
+#[derive(Debug, Clone)]
+pub struct Change {
+    /// What happened.
+    pub kind: EventType,
+    /// The object now (as last seen, for `Deleted`).
+    pub new: Arc<Value>,
+    /// The object before, when the cache had it.
+    pub old: Option<Arc<Value>>,
+}
+
+type Handler = Box<dyn Fn(&Change) + Send + Sync>;
+
+/// Work counters shared by every part, to tell when everything is quiet.
+#[derive(Debug, Default)]
+pub struct Activity {
+    epoch: AtomicU64,
+    busy: AtomicUsize,
+}
+
+impl Activity {
+    fn tick(&self) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// One kind's cache, fed by one watch and shared by every controller.
+pub struct Informer {
+    kind: Kind,
+    cache: RwLock<HashMap<ObjKey, Arc<Value>>>,
+    by_owner: RwLock<HashMap<String, HashSet<ObjKey>>>,
+    // uids this process deleted, so a late event cannot resurrect them.
+    tombstones: Mutex<HashSet<String>>,
+    handlers: RwLock<Vec<Handler>>,
+}
+
+impl std::fmt::Debug for Informer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Informer")
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Informer {
+    fn new(kind: Kind) -> Self {
+        Self {
+            kind,
+            cache: RwLock::default(),
+            by_owner: RwLock::default(),
+            tombstones: Mutex::default(),
+            handlers: RwLock::default(),
+        }
+    }
+
+    /// The kind it caches.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Registers a handler called after every change is applied to the cache.
+    pub fn on_change(&self, handler: impl Fn(&Change) + Send + Sync + 'static) {
+        self.handlers.write().push(Box::new(handler));
+    }
+
+    /// The cached object.
+    pub fn get(&self, key: &ObjKey) -> Option<Arc<Value>> {
+        self.cache.read().get(key).cloned()
+    }
+
+    /// The cached object by namespace and name.
+    pub fn get_by(&self, namespace: &str, name: &str) -> Option<Arc<Value>> {
+        self.get(&ObjKey::new(namespace, name))
+    }
+
+    /// Every cached object (O(all): for cluster-scoped kinds and tests).
+    pub fn list(&self) -> Vec<Arc<Value>> {
+        self.cache.read().values().cloned().collect()
+    }
+
+    /// Cached objects in `namespace`.
+    pub fn list_namespace(&self, namespace: &str) -> Vec<Arc<Value>> {
+        self.cache
+            .read()
+            .iter()
+            .filter(|(k, _)| k.namespace == namespace)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// How many objects are cached.
+    pub fn len(&self) -> usize {
+        self.cache.read().len()
+    }
+
+    /// Whether the cache is empty.
+    pub fn is_empty(&self) -> bool {
+        self.cache.read().is_empty()
+    }
+
+    /// Objects with an ownerReference to `owner_uid` (O(dependents)).
+    pub fn owned_by(&self, owner_uid: &str) -> Vec<Arc<Value>> {
+        let keys: Vec<ObjKey> = self
+            .by_owner
+            .read()
+            .get(owner_uid)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default();
+        let cache = self.cache.read();
+        keys.iter().filter_map(|k| cache.get(k).cloned()).collect()
+    }
+
+    /// Objects whose controlling owner is `owner_uid`.
+    pub fn controlled_by(&self, owner_uid: &str) -> Vec<Arc<Value>> {
+        let mut v = self.owned_by(owner_uid);
+        v.retain(|o| obj::controller_uid(o) == Some(owner_uid));
+        v
+    }
+
+    /// Applies a change; answers the previous object and whether it was applied.
+    fn apply(&self, kind: EventType, new: &Arc<Value>) -> (Option<Arc<Value>>, bool) {
+        let key = ObjKey::of(new);
+        let uid = obj::uid(new);
+        let mut cache = self.cache.write();
+        let old = cache.get(&key).cloned();
+        match kind {
+            EventType::Added | EventType::Modified => {
+                if self.tombstones.lock().contains(uid) {
+                    return (old, false);
+                }
+                if let Some(o) = &old
+                    && obj::uid(o) == uid
+                    && obj::resource_version(o) > obj::resource_version(new)
+                {
+                    return (old, false);
+                }
+                cache.insert(key.clone(), new.clone());
+            }
+            EventType::Deleted => {
+                self.tombstones.lock().remove(uid);
+                if old.as_ref().is_some_and(|o| obj::uid(o) == uid) {
+                    cache.remove(&key);
+                }
+            }
+        }
+        drop(cache);
+        let mut idx = self.by_owner.write();
+        if let Some(o) = &old {
+            for r in obj::owner_refs(o) {
+                if let Some(u) = r["uid"].as_str()
+                    && let Some(set) = idx.get_mut(u)
+                {
+                    set.remove(&key);
+                    if set.is_empty() {
+                        idx.remove(u);
+                    }
+                }
+            }
+        }
+        if kind != EventType::Deleted {
+            for r in obj::owner_refs(new) {
+                if let Some(u) = r["uid"].as_str() {
+                    idx.entry(u.to_owned()).or_default().insert(key.clone());
+                }
+            }
+        }
+        (old, true)
+    }
+
+    fn dispatch(&self, kind: EventType, new: Arc<Value>) {
+        let (old, applied) = self.apply(kind, &new);
+        if !applied {
+            return;
+        }
+        let change = Change { kind, new, old };
+        for h in self.handlers.read().iter() {
+            h(&change);
+        }
+    }
+
+    /// Records an object this process just wrote, before its watch event
+    /// arrives, so the next reconcile sees it (the mutation cache of
+    /// client-go).
+    pub fn observe(&self, written: Value) {
+        self.dispatch(EventType::Modified, Arc::new(written));
+    }
+
+    /// Records an object this process just deleted.
+    pub fn observe_deleted(&self, deleted: &Value) {
+        let key = ObjKey::of(deleted);
+        let current = self.get(&key);
+        if let Some(c) = current
+            && obj::uid(&c) == obj::uid(deleted)
+        {
+            self.tombstones.lock().insert(obj::uid(deleted).to_owned());
+            self.dispatch(EventType::Deleted, c);
+            self.tombstones.lock().insert(obj::uid(deleted).to_owned());
+        }
+    }
+}
+
+#[derive(Default)]
+struct QueueState {
+    queue: VecDeque<ObjKey>,
+    dirty: HashSet<ObjKey>,
+    processing: HashSet<ObjKey>,
+    failures: HashMap<ObjKey, u32>,
+}
+
+/// A work queue as client-go's: a key is queued at most once, never processed
+/// twice at the same time, and re-queued if it changed while processed.
+pub struct Queue {
+    name: &'static str,
+    state: Mutex<QueueState>,
+    notify: Notify,
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Queue {
+    fn new(name: &'static str) -> Arc<Self> {
+        Arc::new(Self {
+            name,
+            state: Mutex::default(),
+            notify: Notify::new(),
+        })
+    }
+
+    /// Queues `key` unless it is queued already.
+    pub fn add(&self, key: ObjKey) {
+        let mut s = self.state.lock();
+        if !s.dirty.insert(key.clone()) {
+            return;
+        }
+        if s.processing.contains(&key) {
+            return;
+        }
+        s.queue.push_back(key);
+        drop(s);
+        self.notify.notify_one();
+    }
+
+    async fn next(&self) -> ObjKey {
+        loop {
+            let notified = self.notify.notified();
+            {
+                let mut s = self.state.lock();
+                if let Some(key) = s.queue.pop_front() {
+                    s.dirty.remove(&key);
+                    s.processing.insert(key.clone());
+                    if !s.queue.is_empty() {
+                        self.notify.notify_one();
+                    }
+                    return key;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    fn done(&self, key: &ObjKey) {
+        let mut s = self.state.lock();
+        s.processing.remove(key);
+        if s.dirty.contains(key) {
+            s.queue.push_back(key.clone());
+            drop(s);
+            self.notify.notify_one();
+        }
+    }
+
+    /// Counts a failure of `key`; answers the backoff before its retry: at once
+    /// for the first, then 5 ms doubling to 1000 s (client-go's per-item limiter).
+    fn failed(&self, key: &ObjKey) -> Duration {
+        let mut s = self.state.lock();
+        let n = s.failures.entry(key.clone()).or_default();
+        *n += 1;
+        if *n == 1 {
+            return Duration::ZERO;
+        }
+        let exp = (*n - 2).min(30);
+        Duration::from_millis(5u64.saturating_mul(1 << exp)).min(Duration::from_secs(1000))
+    }
+
+    fn forget(&self, key: &ObjKey) {
+        self.state.lock().failures.remove(key);
+    }
+
+    fn idle(&self) -> bool {
+        let s = self.state.lock();
+        s.queue.is_empty() && s.processing.is_empty()
+    }
+
+    /// How many keys wait.
+    pub fn len(&self) -> usize {
+        self.state.lock().queue.len()
+    }
+
+    /// Whether no key waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A pending requeue: the queue and the key.
+type Timer = (Arc<Queue>, ObjKey);
+
+/// Requeue-after timers on the clock: one task sleeps until the earliest.
+pub struct Timers {
+    clock: SharedClock,
+    due: Mutex<BTreeMap<(DateTime<Utc>, u64), Timer>>,
+    seq: AtomicU64,
+    notify: Notify,
+}
+
+impl std::fmt::Debug for Timers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Timers").finish_non_exhaustive()
+    }
+}
+
+impl Timers {
+    fn new(clock: SharedClock) -> Arc<Self> {
+        Arc::new(Self {
+            clock,
+            due: Mutex::default(),
+            seq: AtomicU64::new(0),
+            notify: Notify::new(),
+        })
+    }
+
+    /// Queues `key` on `queue` once the clock reaches `at`.
+    pub fn add_at(&self, at: DateTime<Utc>, queue: &Arc<Queue>, key: ObjKey) {
+        if at <= self.clock.now() {
+            queue.add(key);
+            return;
+        }
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        let mut due = self.due.lock();
+        let earliest = due.keys().next().is_none_or(|(t, _)| at < *t);
+        due.insert((at, seq), (queue.clone(), key));
+        drop(due);
+        if earliest {
+            self.notify.notify_one();
+        }
+    }
+
+    /// Queues `key` on `queue` after `delay` on the clock.
+    pub fn add_after(&self, delay: Duration, queue: &Arc<Queue>, key: ObjKey) {
+        let delay = chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX);
+        let at = self
+            .clock
+            .now()
+            .checked_add_signed(delay)
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
+        self.add_at(at, queue, key);
+    }
+
+    fn fire_due(&self) -> Option<DateTime<Utc>> {
+        let now = self.clock.now();
+        let mut due = self.due.lock();
+        while let Some(entry) = due.first_entry() {
+            if entry.key().0 > now {
+                return Some(entry.key().0);
+            }
+            let (queue, key) = entry.remove();
+            queue.add(key);
+        }
+        None
+    }
+
+    fn overdue(&self) -> bool {
+        let now = self.clock.now();
+        self.due
+            .lock()
+            .keys()
+            .next()
+            .is_some_and(|(t, _)| *t <= now)
+    }
+
+    async fn run(self: Arc<Self>, activity: Arc<Activity>) {
+        loop {
+            let notified = self.notify.notified();
+            let next = self.fire_due();
+            activity.tick();
+            match next {
+                None => notified.await,
+                Some(at) => {
+                    let sleep = self.clock.sleep_until(at);
+                    tokio::select! {
+                        _ = sleep => {}
+                        _ = notified => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What a reconcile asks for next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requeue {
+    /// Nothing: the next change will queue the key again.
+    No,
+    /// Look again after this long on the clock.
+    After(Duration),
+}
+
+impl Requeue {
+    /// The earlier of two requests.
+    pub fn min(self, other: Requeue) -> Requeue {
+        match (self, other) {
+            (Requeue::No, x) | (x, Requeue::No) => x,
+            (Requeue::After(a), Requeue::After(b)) => Requeue::After(a.min(b)),
+        }
+    }
+}
+
+/// A level-triggered controller: brings the object at `key` to its desired state.
+pub trait Reconciler: Send + Sync + 'static {
+    /// Reconciles one key.
+    fn reconcile<'a>(&'a self, key: &'a ObjKey) -> BoxFuture<'a, Result<Requeue, ClientError>>;
+}
+
+/// A controller ready to run: its queue and its reconciler.
+pub struct Registration {
+    /// Name, for logs.
+    pub name: &'static str,
+    /// Its queue.
+    pub queue: Arc<Queue>,
+    /// Its reconciler.
+    pub reconciler: Arc<dyn Reconciler>,
+}
+
+/// The shared parts every controller gets: client, clock, informers, timers.
+pub struct Runtime {
+    /// The cluster.
+    pub client: Arc<dyn Client>,
+    /// Time.
+    pub clock: SharedClock,
+    /// Requeue-after timers.
+    pub timers: Arc<Timers>,
+    informers: HashMap<Kind, Arc<Informer>>,
+    queues: Mutex<Vec<Arc<Queue>>>,
+    activity: Arc<Activity>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// A runtime with one informer for each of `kinds`.
+    pub fn new(client: Arc<dyn Client>, clock: SharedClock, kinds: &[Kind]) -> Arc<Self> {
+        Arc::new(Self {
+            client,
+            timers: Timers::new(clock.clone()),
+            clock,
+            informers: kinds
+                .iter()
+                .map(|k| (*k, Arc::new(Informer::new(*k))))
+                .collect(),
+            queues: Mutex::default(),
+            activity: Arc::default(),
+            tasks: Mutex::default(),
+        })
+    }
+
+    /// The informer of `kind` (every kind the runtime was made with).
+    pub fn informer(&self, kind: Kind) -> &Arc<Informer> {
+        match self.informers.get(&kind) {
+            Some(i) => i,
+            None => panic!("no informer for {kind}: add it to the runtime's kinds"),
+        }
+    }
+
+    /// The informer of `kind`, if the runtime has one.
+    pub fn try_informer(&self, kind: Kind) -> Option<&Arc<Informer>> {
+        self.informers.get(&kind)
+    }
+
+    /// A new named work queue.
+    pub fn queue(&self, name: &'static str) -> Arc<Queue> {
+        let q = Queue::new(name);
+        self.queues.lock().push(q.clone());
+        q
+    }
+
+    /// Starts every informer, the timers and `workers` workers per controller.
+    pub fn start(self: &Arc<Self>, controllers: Vec<Registration>, workers: usize) {
+        let mut tasks = self.tasks.lock();
+        tasks.push(tokio::spawn(self.timers.clone().run(self.activity.clone())));
+        for inf in self.informers.values() {
+            let (inf, rt) = (inf.clone(), self.clone());
+            tasks.push(tokio::spawn(async move { rt.run_informer(inf).await }));
+        }
+        for c in controllers {
+            for _ in 0..workers.max(1) {
+                let (rt, q, r, name) =
+                    (self.clone(), c.queue.clone(), c.reconciler.clone(), c.name);
+                tasks.push(tokio::spawn(async move { rt.run_worker(name, q, r).await }));
+            }
+        }
+    }
+
+    async fn run_informer(self: Arc<Self>, inf: Arc<Informer>) {
+        loop {
+            let mut rx = match self.client.watch(inf.kind).await {
+                Ok(rx) => rx,
+                Err(e) => {
+                    tracing::warn!(kind = %inf.kind, error = %e, "watch failed; retrying");
+                    self.clock.sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+            };
+            while let Some(WatchEvent { kind, object }) = rx.recv().await {
+                self.activity.busy.fetch_add(1, Ordering::SeqCst);
+                inf.dispatch(kind, object);
+                self.activity.busy.fetch_sub(1, Ordering::SeqCst);
+                self.activity.tick();
+            }
+            tracing::debug!(kind = %inf.kind, "watch closed; watching again");
+        }
+    }
+
+    async fn run_worker(
+        self: Arc<Self>,
+        name: &'static str,
+        queue: Arc<Queue>,
+        rec: Arc<dyn Reconciler>,
+    ) {
+        loop {
+            let key = queue.next().await;
+            self.activity.busy.fetch_add(1, Ordering::SeqCst);
+            let result = rec.reconcile(&key).await;
+            match result {
+                Ok(next) => {
+                    queue.forget(&key);
+                    if let Requeue::After(d) = next {
+                        self.timers.add_after(d, &queue, key.clone());
+                    }
+                }
+                Err(e) => {
+                    let backoff = queue.failed(&key);
+                    tracing::debug!(controller = name, ?key, error = %e, ?backoff, "reconcile failed; requeued");
+                    if backoff.is_zero() {
+                        // Marked dirty while processing: `done` queues it again.
+                        queue.add(key.clone());
+                    } else {
+                        self.timers.add_after(backoff, &queue, key.clone());
+                    }
+                }
+            }
+            queue.done(&key);
+            self.activity.busy.fetch_sub(1, Ordering::SeqCst);
+            self.activity.tick();
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// Whether nothing is queued, running or overdue right now.
+    pub fn quiet(&self) -> bool {
+        self.activity.busy.load(Ordering::SeqCst) == 0
+            && self.queues.lock().iter().all(|q| q.idle())
+            && !self.timers.overdue()
+    }
+
+    /// Waits until every controller has finished what the current clock allows
+    /// (tests: call after each FakeClock advance). Only meaningful on a
+    /// current-thread runtime, where yielding lets every ready task run.
+    pub async fn settle(&self) {
+        let mut quiet_rounds = 0;
+        for _ in 0..10_000_000u64 {
+            let epoch = self.activity.epoch.load(Ordering::SeqCst);
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
+            }
+            if self.quiet() && epoch == self.activity.epoch.load(Ordering::SeqCst) {
+                quiet_rounds += 1;
+                if quiet_rounds >= 3 {
+                    return;
+                }
+            } else {
+                quiet_rounds = 0;
+            }
+        }
+        panic!("controllers never settled");
+    }
+
+    /// Stops every task.
+    pub fn shutdown(&self) {
+        for t in self.tasks.lock().drain(..) {
+            t.abort();
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        for t in self.tasks.get_mut().drain(..) {
+            t.abort();
+        }
+    }
+}
