@@ -8,6 +8,8 @@ use dashmap::DashMap;
 use kemu_shared::{ClusterRecord, ClusterRegistry};
 
 use crate::api;
+use crate::controllers::store_client::StoreClient;
+use crate::controllers::{ControllerConfig, Controllers};
 use crate::nodes;
 use crate::resources::ResourceRegistry;
 use crate::store::{MemoryStore, Store, StoreLimits};
@@ -25,6 +27,22 @@ pub struct Engine {
     registry: ClusterRegistry,
     resources: Arc<ResourceRegistry>,
     stores: Arc<DashMap<String, Arc<dyn Store>>>,
+    controllers: Arc<DashMap<String, Controllers>>,
+}
+
+/// The tokio runtime every cluster's controllers run on. Process-wide and never
+/// dropped: a runtime must not be dropped from inside another one, and engines
+/// are dropped wherever their last clone goes.
+fn controller_runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("kemu-controllers")
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("cannot start the controllers' runtime: {e}"))
+    })
 }
 
 impl Engine {
@@ -34,6 +52,7 @@ impl Engine {
             registry,
             resources: Arc::new(ResourceRegistry::builtin()),
             stores: Arc::new(DashMap::new()),
+            controllers: Arc::new(DashMap::new()),
         }
     }
 
@@ -56,10 +75,12 @@ impl Engine {
     /// initial namespaces) and brings its Nodes in line with the record's node
     /// pools.
     pub fn open_store(&self, record: &ClusterRecord) -> Arc<dyn Store> {
+        let mut created = false;
         let store = self
             .stores
             .entry(record.id.clone())
             .or_insert_with(|| {
+                created = true;
                 Arc::new(MemoryStore::new(
                     self.registry.clock().clone(),
                     StoreLimits::default(),
@@ -68,7 +89,31 @@ impl Engine {
             .value()
             .clone();
         nodes::reconcile(store.as_ref(), record);
+        if created {
+            self.start_controllers(record, store.clone());
+        }
         store
+    }
+
+    /// Starts the cluster's controllers, scheduler and kubelet on its store.
+    fn start_controllers(&self, record: &ClusterRecord, store: Arc<dyn Store>) {
+        let client = StoreClient::new(store, self.resources.clone());
+        let config = ControllerConfig {
+            root_ca: Some(Arc::from(record.ca.cert_pem())),
+            ..ControllerConfig::default()
+        };
+        let clock = self.registry.clock().clone();
+        let _guard = controller_runtime().enter();
+        let controllers = Controllers::start(client, clock, config);
+        self.controllers.insert(record.id.clone(), controllers);
+    }
+
+    /// The running controllers of a served cluster (tests wait on them).
+    pub fn controllers(
+        &self,
+        cluster_id: &str,
+    ) -> Option<dashmap::mapref::one::Ref<'_, String, Controllers>> {
+        self.controllers.get(cluster_id)
     }
 
     /// Re-reads a changed record: its Nodes follow its node pools.
@@ -80,6 +125,7 @@ impl Engine {
 
     /// Forgets a retired cluster's objects.
     pub fn drop_store(&self, cluster_id: &str) {
+        self.controllers.remove(cluster_id);
         self.stores.remove(cluster_id);
     }
 

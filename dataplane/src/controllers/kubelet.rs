@@ -13,6 +13,9 @@
 //! | `kemu.dev/exit-after: "30s"` | containers exit after running this long (code 0 unless `exit-code` says otherwise): "complete after N seconds" |
 //! | `kemu.dev/ready: "never"` | containers run but never become Ready |
 //!
+//! Without annotations, a Pod whose `restartPolicy` is `Never` or `OnFailure`
+//! (every Job's Pods) completes at once with code 0; other Pods keep running.
+//!
 //! What follows an exit is the Pod's `restartPolicy`, as on a real node: with
 //! `Never` (or `OnFailure` and code 0) the Pod ends `Succeeded` or `Failed`;
 //! otherwise the container restarts with the kubelet's back-off (10 s doubling
@@ -86,6 +89,14 @@ impl Script {
     fn of(p: &Value) -> Self {
         let exit_code = obj::annotation(p, EXIT_CODE).and_then(|c| c.trim().parse().ok());
         let exit_after = obj::annotation(p, EXIT_AFTER).and_then(obj::parse_duration);
+        // Run-to-completion Pods (Jobs, `restartPolicy: Never|OnFailure`) with
+        // no script finish at once with code 0, as a real batch container that
+        // does its work does; long-running Pods (`Always`) keep running.
+        let batch = !matches!(p["spec"]["restartPolicy"].as_str(), None | Some("Always"));
+        let (exit_code, exit_after) = match (exit_code, exit_after) {
+            (None, None) if batch => (Some(0), Some(Duration::ZERO)),
+            other => other,
+        };
         Self {
             exit_code: exit_code.or(exit_after.map(|_| 0)),
             exit_after: exit_after.or(exit_code.map(|_| Duration::ZERO)),

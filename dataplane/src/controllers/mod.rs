@@ -6,6 +6,7 @@
 //!
 //! - [`client`]: the narrow [`Client`] trait controllers reach the store
 //!   through (the adapter contract), and [`MemClient`] for tests.
+//! - [`store_client`]: the adapter from a cluster's store to [`Client`].
 //! - [`runtime`]: shared informers, work queues, clock timers, the
 //!   [`Reconciler`](runtime::Reconciler) trait.
 //! - [`obj`], [`selector`]: reading JSON objects; label selectors.
@@ -35,6 +36,7 @@ pub mod scheduler;
 pub mod selector;
 pub mod service;
 pub mod statefulset;
+pub mod store_client;
 #[cfg(test)]
 mod tests;
 

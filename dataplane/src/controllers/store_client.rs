@@ -1,0 +1,351 @@
+//! The adapter from a cluster's [`Store`] to the controllers' [`Client`]: the
+//! controllers write through the same store as API clients, so watchers see
+//! every intermediate state.
+//!
+//! Writes here are privileged, as kube-controller-manager's are after
+//! admission: no validation beyond the store's own, `update` keeps the stored
+//! status of kinds with a status subresource, `update_status` changes only it.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use super::client::{
+    BoxFuture, Client, ClientError, DeleteOptions, EventType, Kind, NAME_ALPHABET, Propagation,
+    Result, WatchEvent, WatchStream,
+};
+use super::selector::Selector;
+use crate::error::ApiError;
+use crate::resources::ResourceRegistry;
+use crate::store::{EventKind, ObjectKey, Preconditions, Store, WatchFrom};
+
+/// One cluster's store, as the controllers reach it.
+#[derive(Debug, Clone)]
+pub struct StoreClient {
+    store: Arc<dyn Store>,
+    resources: Arc<ResourceRegistry>,
+}
+
+impl StoreClient {
+    /// An adapter over `store`; `resources` lists the namespaced types whose
+    /// objects a namespace's deletion removes.
+    pub fn new(store: Arc<dyn Store>, resources: Arc<ResourceRegistry>) -> Arc<Self> {
+        Arc::new(Self { store, resources })
+    }
+}
+
+/// The store's group-resource key of a kind: `pods`, `deployments.apps`.
+pub fn group_resource(kind: Kind) -> String {
+    match kind.api_version.rsplit_once('/') {
+        Some((group, _)) => format!("{}.{group}", kind.plural),
+        None => kind.plural.to_owned(),
+    }
+}
+
+fn key(kind: Kind, namespace: &str, name: &str) -> ObjectKey {
+    let namespace = if kind.namespaced { namespace } else { "" };
+    ObjectKey::new(&group_resource(kind), namespace, name)
+}
+
+fn meta_str<'a>(object: &'a Value, field: &str) -> &'a str {
+    object["metadata"][field].as_str().unwrap_or_default()
+}
+
+fn client_error(e: ApiError) -> ClientError {
+    match e {
+        ApiError::ObjectNotFound(t) => ClientError::NotFound(t.qualified()),
+        ApiError::AlreadyExists(t) => ClientError::AlreadyExists(t.qualified()),
+        ApiError::Conflict { target, .. } => ClientError::Conflict(target.qualified()),
+        ApiError::Invalid { .. } | ApiError::BadRequest(_) | ApiError::TooLarge(_) => {
+            ClientError::Invalid(e.to_string())
+        }
+        other => ClientError::Unavailable(other.to_string()),
+    }
+}
+
+fn generated_name(prefix: &str, attempt: u32) -> String {
+    let seed = uuid::Uuid::new_v4().into_bytes();
+    let suffix: String = seed[..5]
+        .iter()
+        .map(|b| NAME_ALPHABET[(*b as usize + attempt as usize) % NAME_ALPHABET.len()] as char)
+        .collect();
+    format!("{prefix}{suffix}")
+}
+
+impl StoreClient {
+    fn get_now(&self, kind: Kind, namespace: &str, name: &str) -> Result<Value> {
+        let key = key(kind, namespace, name);
+        self.store
+            .get(&key)
+            .map(|o| (*o).clone())
+            .ok_or_else(|| ClientError::NotFound(format!("{} \"{name}\"", kind.plural)))
+    }
+
+    fn create_now(&self, kind: Kind, mut object: Value) -> Result<Value> {
+        object["apiVersion"] = json!(kind.api_version);
+        object["kind"] = json!(kind.kind);
+        let namespace = meta_str(&object, "namespace").to_owned();
+        let name = meta_str(&object, "name").to_owned();
+        if !name.is_empty() {
+            return self
+                .store
+                .create(&key(kind, &namespace, &name), object)
+                .map(|o| (*o).clone())
+                .map_err(client_error);
+        }
+        let prefix = meta_str(&object, "generateName").to_owned();
+        if prefix.is_empty() {
+            return Err(ClientError::Invalid(
+                "name or generateName is required".into(),
+            ));
+        }
+        // As upstream: a generated name that collides is retried.
+        for attempt in 0..8 {
+            let name = generated_name(&prefix, attempt);
+            object["metadata"]["name"] = json!(name);
+            match self
+                .store
+                .create(&key(kind, &namespace, &name), object.clone())
+            {
+                Err(ApiError::AlreadyExists(_)) => continue,
+                other => return other.map(|o| (*o).clone()).map_err(client_error),
+            }
+        }
+        Err(ClientError::AlreadyExists(prefix))
+    }
+
+    fn update_now(&self, kind: Kind, mut object: Value, status_only: bool) -> Result<Value> {
+        let namespace = meta_str(&object, "namespace").to_owned();
+        let name = meta_str(&object, "name").to_owned();
+        let key = key(kind, &namespace, &name);
+        let current = self
+            .store
+            .get(&key)
+            .ok_or_else(|| ClientError::NotFound(format!("{} \"{name}\"", kind.plural)))?;
+        let next = if status_only {
+            let rv = object["metadata"]["resourceVersion"].clone();
+            let mut next = (*current).clone();
+            next["status"] = object["status"].take();
+            next["metadata"]["resourceVersion"] = rv;
+            next
+        } else {
+            if kind.status_subresource {
+                match current.get("status") {
+                    Some(s) => object["status"] = s.clone(),
+                    None => {
+                        if let Some(m) = object.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                }
+            }
+            object["apiVersion"] = json!(kind.api_version);
+            object["kind"] = json!(kind.kind);
+            object
+        };
+        self.store
+            .update(&key, next, &Preconditions::default())
+            .map(|o| (*o).clone())
+            .map_err(client_error)
+    }
+
+    fn delete_now(
+        &self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<Option<Value>> {
+        let key = key(kind, namespace, name);
+        let finalizer = match options.propagation {
+            Some(Propagation::Orphan) => Some("orphan"),
+            Some(Propagation::Foreground) => Some("foregroundDeletion"),
+            _ => None,
+        };
+        if let Some(finalizer) = finalizer {
+            let current = self
+                .store
+                .get(&key)
+                .ok_or_else(|| ClientError::NotFound(format!("{} \"{name}\"", kind.plural)))?;
+            let mut next = (*current).clone();
+            let list = next["metadata"]["finalizers"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            if !list.iter().any(|f| f == finalizer) {
+                let mut list = list;
+                list.push(json!(finalizer));
+                next["metadata"]["finalizers"] = json!(list);
+                self.store
+                    .update(&key, next, &Preconditions::default())
+                    .map_err(client_error)?;
+            }
+        }
+        let pre = Preconditions {
+            uid: options.uid.clone(),
+            resource_version: None,
+        };
+        let deleted = self.store.delete(&key, &pre).map_err(client_error)?;
+        // Still stored means finalizers hold it, marked for deletion.
+        Ok(self
+            .store
+            .get(&key)
+            .filter(|o| o["metadata"]["uid"] == deleted["metadata"]["uid"])
+            .map(|o| (*o).clone()))
+    }
+
+    fn watch_now(&self, kind: Kind) -> Result<WatchStream> {
+        let resource = group_resource(kind);
+        let sub = self
+            .store
+            .watch(&resource, WatchFrom::Now)
+            .map_err(client_error)?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        if let Some(initial) = &sub.initial {
+            for (_, object) in initial.iter(None, None) {
+                let _ = tx.send(WatchEvent {
+                    kind: EventType::Added,
+                    object: object.clone(),
+                });
+            }
+        }
+        for event in &sub.backlog {
+            if event.key.resource == resource {
+                let _ = tx.send(convert(event));
+            }
+        }
+        let mut live = sub.live;
+        tokio::spawn(async move {
+            loop {
+                match live.recv().await {
+                    Ok(event) if event.key.resource == resource => {
+                        if tx.send(convert(&event)).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(_) => {}
+                    // Fell behind or the store is gone: closing the stream
+                    // makes the runtime watch again and reconcile all it is
+                    // sent (level-triggered), so nothing is silently missed.
+                    Err(broadcast::error::RecvError::Lagged(_))
+                    | Err(broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+        Ok(rx)
+    }
+
+    fn list_now(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        selector: Option<&Selector>,
+    ) -> Vec<Value> {
+        let snapshot = self.store.snapshot(&group_resource(kind));
+        let namespace = namespace.filter(|_| kind.namespaced);
+        snapshot
+            .iter(namespace, None)
+            .filter(|(_, o)| selector.is_none_or(|s| s.matches(&o["metadata"]["labels"])))
+            .map(|(_, o)| (**o).clone())
+            .collect()
+    }
+
+    fn delete_namespace_contents_now(&self, namespace: &str) -> usize {
+        let mut remaining = 0;
+        for rt in self.resources.all().iter().filter(|t| t.namespaced) {
+            let resource = if rt.group.is_empty() {
+                rt.plural.clone()
+            } else {
+                format!("{}.{}", rt.plural, rt.group)
+            };
+            let snapshot = self.store.snapshot(&resource);
+            for ((ns, name), _) in snapshot.iter(Some(namespace), None) {
+                let key = ObjectKey::new(&resource, ns, name);
+                if self.store.delete(&key, &Preconditions::default()).is_ok()
+                    && self.store.get(&key).is_some()
+                {
+                    remaining += 1;
+                }
+            }
+        }
+        remaining
+    }
+}
+
+fn convert(event: &crate::store::Event) -> WatchEvent {
+    WatchEvent {
+        kind: match event.kind {
+            EventKind::Added => EventType::Added,
+            EventKind::Modified => EventType::Modified,
+            EventKind::Deleted => EventType::Deleted,
+        },
+        object: event.object.clone(),
+    }
+}
+
+impl Client for StoreClient {
+    fn get<'a>(
+        &'a self,
+        kind: Kind,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Value>> {
+        Box::pin(async move { self.get_now(kind, namespace, name) })
+    }
+
+    fn list<'a>(
+        &'a self,
+        kind: Kind,
+        namespace: Option<&'a str>,
+        selector: Option<&'a Selector>,
+    ) -> BoxFuture<'a, Result<Vec<Value>>> {
+        Box::pin(async move { Ok(self.list_now(kind, namespace, selector)) })
+    }
+
+    fn create(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Value>> {
+        Box::pin(async move { self.create_now(kind, object) })
+    }
+
+    fn update(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Value>> {
+        Box::pin(async move { self.update_now(kind, object, false) })
+    }
+
+    fn update_status(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Value>> {
+        Box::pin(async move { self.update_now(kind, object, true) })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        kind: Kind,
+        namespace: &'a str,
+        name: &'a str,
+        options: DeleteOptions,
+    ) -> BoxFuture<'a, Result<Option<Value>>> {
+        Box::pin(async move { self.delete_now(kind, namespace, name, &options) })
+    }
+
+    fn watch(&self, kind: Kind) -> BoxFuture<'_, Result<WatchStream>> {
+        Box::pin(async move { self.watch_now(kind) })
+    }
+
+    fn delete_namespace_contents<'a>(&'a self, namespace: &'a str) -> BoxFuture<'a, Result<usize>> {
+        Box::pin(async move { Ok(self.delete_namespace_contents_now(namespace)) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controllers::kinds;
+
+    #[test]
+    fn group_resources_match_the_store_keys() {
+        assert_eq!(group_resource(kinds::POD), "pods");
+        assert_eq!(group_resource(kinds::DEPLOYMENT), "deployments.apps");
+        assert_eq!(
+            group_resource(kinds::ENDPOINT_SLICE),
+            "endpointslices.discovery.k8s.io"
+        );
+    }
+}

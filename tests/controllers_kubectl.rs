@@ -1,0 +1,130 @@
+//! Workloads settle as on a healthy cluster: real kubectl drives Deployments
+//! (rollout status, set image, undo, scale), Jobs and pods placed on the node
+//! pool's Nodes, with the controllers running on the store.
+
+mod common;
+
+use common::{Sandbox, text, write_kubeconfig};
+use kemu::Kemu;
+use kemu::shared::{ClusterSpec, NodePool, OwnerScope};
+
+fn cluster_with_nodes(kemu: &Kemu, nodes: u32) -> kemu::shared::ClusterRecord {
+    kemu.registry()
+        .create(ClusterSpec {
+            scope: OwnerScope::Eks {
+                account: "000000000000".into(),
+                region: "us-east-1".into(),
+            },
+            name: "work".into(),
+            version: "1.34".into(),
+            node_pools: vec![NodePool {
+                name: "ng-1".into(),
+                count: nodes,
+                machine_type: "m5.large".into(),
+                labels: Default::default(),
+                taints: vec![],
+            }],
+            tags: Default::default(),
+            provisioning: std::time::Duration::ZERO,
+            extra: serde_json::Value::Null,
+        })
+        .unwrap()
+}
+
+fn ok(out: std::process::Output) -> String {
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn deployments_roll_out_on_the_pool_nodes() {
+    let kemu = Kemu::builder().build().unwrap();
+    let cluster = cluster_with_nodes(&kemu, 3);
+    let sandbox = Sandbox::new();
+    let kc = sandbox.path("kubeconfig");
+    write_kubeconfig(&kc, &cluster, cluster.ca.cert_pem(), kemu.clock().now());
+    let k = |args: &[&str]| sandbox.kubectl(&kc, args);
+
+    ok(k(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx:1.27",
+        "--replicas=3",
+    ]));
+    let out = ok(k(&["rollout", "status", "deployment/web", "--timeout=60s"]));
+    assert!(out.contains("successfully rolled out"), "{out}");
+
+    // Three Running pods, spread over the three Nodes.
+    let pods: serde_json::Value =
+        serde_json::from_str(&ok(k(&["get", "pods", "-l", "app=web", "-o", "json"]))).unwrap();
+    let items = pods["items"].as_array().unwrap();
+    assert_eq!(items.len(), 3);
+    let mut nodes: Vec<&str> = items
+        .iter()
+        .map(|p| {
+            assert_eq!(p["status"]["phase"], "Running", "{p}");
+            p["spec"]["nodeName"].as_str().unwrap()
+        })
+        .collect();
+    nodes.sort();
+    nodes.dedup();
+    assert_eq!(nodes.len(), 3, "pods spread over the nodes: {nodes:?}");
+
+    // A new image rolls out as revision 2; undo brings back the first template.
+    ok(k(&["set", "image", "deployment/web", "nginx=nginx:1.28"]));
+    ok(k(&["rollout", "status", "deployment/web", "--timeout=60s"]));
+    let history = ok(k(&["rollout", "history", "deployment/web"]));
+    assert!(history.contains('1') && history.contains('2'), "{history}");
+    ok(k(&["rollout", "undo", "deployment/web"]));
+    ok(k(&["rollout", "status", "deployment/web", "--timeout=60s"]));
+    let image = ok(k(&[
+        "get",
+        "deployment",
+        "web",
+        "-o",
+        "jsonpath={.spec.template.spec.containers[0].image}",
+    ]));
+    assert_eq!(image, "nginx:1.27");
+
+    ok(k(&["scale", "deployment/web", "--replicas=5"]));
+    ok(k(&[
+        "wait",
+        "--for=condition=Available",
+        "deployment/web",
+        "--timeout=60s",
+    ]));
+    let ready = ok(k(&[
+        "get",
+        "deployment",
+        "web",
+        "-o",
+        "jsonpath={.status.readyReplicas}",
+    ]));
+    assert_eq!(ready, "5");
+}
+
+#[test]
+fn jobs_complete() {
+    let kemu = Kemu::builder().build().unwrap();
+    let cluster = cluster_with_nodes(&kemu, 1);
+    let sandbox = Sandbox::new();
+    let kc = sandbox.path("kubeconfig");
+    write_kubeconfig(&kc, &cluster, cluster.ca.cert_pem(), kemu.clock().now());
+    let k = |args: &[&str]| sandbox.kubectl(&kc, args);
+    ok(k(&["create", "job", "once", "--image=busybox"]));
+    ok(k(&[
+        "wait",
+        "--for=condition=complete",
+        "job/once",
+        "--timeout=60s",
+    ]));
+    let succeeded = ok(k(&[
+        "get",
+        "job",
+        "once",
+        "-o",
+        "jsonpath={.status.succeeded}",
+    ]));
+    assert_eq!(succeeded, "1");
+}
