@@ -61,6 +61,7 @@ fn setup(clock: std::sync::Arc<FakeClock>) -> (Kemu, Api) {
         .build()
         .unwrap();
     let server = kemu::shared::advertise(&a).server_url().unwrap();
+    common::wait_for_root_ca(&kemu, &a, "default");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -172,7 +173,14 @@ fn bad_requests_get_upstream_statuses_and_store_nothing() {
         list["metadata"]["resourceVersion"], rv,
         "nothing was stored"
     );
-    assert_eq!(list["items"], json!([]));
+    // Only the kube-root-ca.crt the controllers publish in every namespace.
+    let names: Vec<&Value> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| &i["metadata"]["name"])
+        .collect();
+    assert_eq!(names, [&json!("kube-root-ca.crt")]);
 
     // A good create, then a PUT whose body names another object.
     let (code, created) = api.json(
@@ -226,7 +234,8 @@ fn expired_continue_tokens_get_410() {
         assert_eq!(code, 201);
     }
     let (_, page) = api.json("GET", &format!("{CMS}?limit=2"), Value::Null);
-    assert_eq!(page["metadata"]["remainingItemCount"], 3);
+    // c0..c4 and the kube-root-ca.crt every namespace holds: 2 of 6 returned.
+    assert_eq!(page["metadata"]["remainingItemCount"], 4);
     let token = page["metadata"]["continue"].as_str().unwrap().to_owned();
     api.json("POST", CMS, json!({"metadata": {"name": "later"}}));
     let (code, next) = api.json(

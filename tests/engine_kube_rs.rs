@@ -20,6 +20,8 @@ fn names(store: &Store<ConfigMap>) -> BTreeMap<String, Option<String>> {
     store
         .state()
         .iter()
+        // Every namespace holds the controllers' kube-root-ca.crt, as on a real cluster.
+        .filter(|cm| cm.metadata.name.as_deref() != Some("kube-root-ca.crt"))
         .map(|cm| {
             let v = cm.data.as_ref().and_then(|d| d.get("v").cloned());
             (cm.metadata.name.clone().unwrap_or_default(), v)

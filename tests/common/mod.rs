@@ -123,6 +123,21 @@ pub fn https_client(ca_pem: &str) -> reqwest::Client {
         .expect("client")
 }
 
+/// Waits (bounded) until the controllers have published `kube-root-ca.crt` in
+/// `namespace` of `cluster`, as they do in every namespace of a real cluster.
+pub fn wait_for_root_ca(kemu: &kemu::Kemu, cluster: &ClusterRecord, namespace: &str) {
+    let dataplane = kemu.dataplane().expect("data plane");
+    let key = kemu_dataplane::store::ObjectKey::new("configmaps", namespace, "kube-root-ca.crt");
+    for _ in 0..1000 {
+        let store = dataplane.engine().store(&cluster.id);
+        if store.is_some_and(|s| s.get(&key).is_some()) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("kube-root-ca.crt never appeared in {namespace}");
+}
+
 pub fn text(out: &Output) -> String {
     format!(
         "status {:?}\nstdout: {}\nstderr: {}",

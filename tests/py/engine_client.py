@@ -6,6 +6,7 @@ non-zero (an AssertionError) on the first failed check."""
 
 import json
 import sys
+import time
 
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
@@ -89,9 +90,16 @@ while token:
     names += [i.metadata.name for i in page.items]
     token = page.metadata._continue
 assert names == [f"page-{i:02d}" for i in range(25)], names
+# The namespace controller publishes kube-root-ca.crt right after the namespace
+# appears; wait (bounded) for that event before counting.
+for _ in range(1000):
+    if any(i.metadata.name == "kube-root-ca.crt" for i in v1.list_namespaced_config_map(NS).items):
+        break
+    time.sleep(0.01)
 unfiltered = v1.list_namespaced_config_map(NS, limit=5)
-# "one", page-00..24 and page-99: 27 ConfigMaps, 5 returned.
-assert unfiltered.metadata.remaining_item_count == 22, unfiltered.metadata.remaining_item_count
+# "one", page-00..24, page-99 and the kube-root-ca.crt every namespace gets:
+# 28 ConfigMaps, 5 returned.
+assert unfiltered.metadata.remaining_item_count == 23, unfiltered.metadata.remaining_item_count
 expect_status(400, v1.list_namespaced_config_map, NS, _continue="garbage")
 
 # A watch that drops after two events resumes from the last resourceVersion it
