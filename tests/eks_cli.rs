@@ -119,6 +119,8 @@ fn cluster_flow(aws: &Aws, sandbox: &Sandbox) {
     assert!(out.status.success(), "{}", text(&out));
     let version: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(version["major"], "1");
+    // The record's version, not the engine's served minor.
+    assert_eq!(version["minor"], "32", "{version}");
     // The token authenticates as the cluster creator, admin by its access entry.
     let out = aws.kubectl(&kc, &["auth", "whoami", "-o", "json"]);
     assert!(out.status.success(), "{}", text(&out));
@@ -170,12 +172,45 @@ async fn nodegroups_updates_addons_access_tags_and_deletion() {
     let registry = kemu.registry().clone();
     let running = start(kemu, &sandbox.path("run"));
     let endpoint = running.ready.eks.clone();
-    blocking(move || resource_flow(&Aws::new(&sandbox, &endpoint), &registry)).await;
+    blocking(move || resource_flow(&Aws::new(&sandbox, &endpoint), &sandbox, &registry)).await;
     running.stop().await;
 }
 
-fn resource_flow(aws: &Aws, registry: &kemu::ClusterRegistry) {
+/// The Nodes kubectl lists through the exec token, by name, with their labels.
+fn nodes(aws: &Aws, kc: &std::path::Path) -> Vec<Value> {
+    let out = aws.kubectl(kc, &["get", "nodes", "-o", "json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    list["items"].as_array().cloned().unwrap_or_default()
+}
+
+/// `kubectl version -o json`'s server half.
+fn server_version(aws: &Aws, kc: &std::path::Path) -> Value {
+    let out = aws.kubectl(kc, &["version", "-o", "json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["serverVersion"].clone()
+}
+
+fn resource_flow(aws: &Aws, sandbox: &Sandbox, registry: &kemu::ClusterRegistry) {
     create(aws, "demo");
+    aws.ok(&["wait", "cluster-active", "--name", "demo"]);
+    let kc = sandbox.path("demo.kubeconfig");
+    aws.ok(&[
+        "update-kubeconfig",
+        "--name",
+        "demo",
+        "--kubeconfig",
+        kc.to_str().unwrap(),
+    ]);
+    assert!(nodes(aws, &kc).is_empty(), "no node group yet");
+    let v = server_version(aws, &kc);
+    assert_eq!(
+        (&v["major"], &v["minor"]),
+        (&"1".into(), &"32".into()),
+        "{v}"
+    );
+    assert_eq!(v["gitVersion"], "v1.32.0-eks-kemu", "{v}");
 
     // Node groups become node pools of the shared record, labelled as EKS does.
     let ng = aws.json(&[
@@ -240,6 +275,19 @@ fn resource_flow(aws: &Aws, registry: &kemu::ClusterRegistry) {
         );
     }
     assert_eq!(pools[0].taints[0].effect, "NoSchedule");
+    // kubectl sees the group's two Nodes, labelled and tainted as EKS does.
+    let listed = nodes(aws, &kc);
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    for node in &listed {
+        let labels = &node["metadata"]["labels"];
+        assert_eq!(labels["eks.amazonaws.com/nodegroup"], "ng1", "{node}");
+        assert_eq!(labels["node.kubernetes.io/instance-type"], "t3.large");
+        assert_eq!(labels["role"], "worker");
+        assert_eq!(
+            node["spec"]["taints"][0],
+            serde_json::json!({"key": "dedicated", "value": "gpu", "effect": "NoSchedule"})
+        );
+    }
 
     // Scaling is an update that reaches Successful; the pool follows.
     let upd = aws.json(&[
@@ -267,8 +315,86 @@ fn resource_flow(aws: &Aws, registry: &kemu::ClusterRegistry) {
     ]);
     assert_eq!(d["update"]["status"], "Successful");
     assert_eq!(pool(registry)[0].count, 3);
+    let selected = aws.kubectl(
+        &kc,
+        &[
+            "get",
+            "nodes",
+            "-l",
+            "eks.amazonaws.com/nodegroup=ng1",
+            "-o",
+            "name",
+        ],
+    );
+    assert!(selected.status.success(), "{}", text(&selected));
+    assert_eq!(
+        String::from_utf8_lossy(&selected.stdout).lines().count(),
+        3,
+        "{}",
+        text(&selected)
+    );
+
+    // Dropping the taint through the facade frees the Nodes for ordinary
+    // pods: a Deployment rolls out on them.
+    aws.ok(&[
+        "update-nodegroup-config",
+        "--cluster-name",
+        "demo",
+        "--nodegroup-name",
+        "ng1",
+        "--taints",
+        "removeTaints=[{key=dedicated,value=gpu,effect=NO_SCHEDULE}]",
+    ]);
+    assert!(
+        nodes(aws, &kc)
+            .iter()
+            .all(|n| n["spec"]["taints"].is_null()),
+        "taints left on the Nodes"
+    );
+    let out = aws.kubectl(
+        &kc,
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=2",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let out = aws.kubectl(
+        &kc,
+        &["rollout", "status", "deployment/web", "--timeout=60s"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("successfully rolled out"),
+        "{}",
+        text(&out)
+    );
+    let out = aws.kubectl(&kc, &["get", "pods", "-l", "app=web", "-o", "json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let pods: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let placed: Vec<&str> = pods["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["spec"]["nodeName"].as_str())
+        .collect();
+    assert_eq!(placed.len(), 2, "{pods}");
+    let names: Vec<String> = nodes(aws, &kc)
+        .iter()
+        .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        placed.iter().all(|p| names.iter().any(|n| n == p)),
+        "{placed:?} on {names:?}"
+    );
+    // Both node group updates (scaling, taints) are listed.
     let ids = aws.json(&["list-updates", "--name", "demo", "--nodegroup-name", "ng1"]);
-    assert_eq!(ids["updateIds"], serde_json::json!([id]));
+    let ids = ids["updateIds"].as_array().unwrap();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(ids.contains(&Value::String(id.clone())), "{ids:?}");
     // "No changes needed" is an InvalidParameterException.
     let out = aws.eks(&[
         "update-nodegroup-config",
@@ -298,6 +424,18 @@ fn resource_flow(aws: &Aws, registry: &kemu::ClusterRegistry) {
         aws.json(&["describe-cluster", "--name", "demo"])["cluster"]["version"],
         "1.33"
     );
+    // /version follows the upgrade, through kubectl version and the raw path.
+    let v = server_version(aws, &kc);
+    assert_eq!(
+        (&v["major"], &v["minor"]),
+        (&"1".into(), &"33".into()),
+        "{v}"
+    );
+    assert_eq!(v["gitVersion"], "v1.33.0-eks-kemu", "{v}");
+    let out = aws.kubectl(&kc, &["get", "--raw", "/version"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let raw: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(raw["minor"], "33", "{raw}");
     let out = aws.eks(&[
         "update-cluster-version",
         "--name",
