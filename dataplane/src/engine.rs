@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use actix_web::web;
 use dashmap::DashMap;
-use kemu_shared::{ClusterRecord, ClusterRegistry};
+use kemu_shared::{Cloud, ClusterRecord, ClusterRegistry};
 
 use crate::api;
+use crate::authz::{self, Mode};
 use crate::nodes;
 use crate::resources::ResourceRegistry;
 use crate::store::{MemoryStore, Store, StoreLimits};
@@ -25,6 +26,7 @@ pub struct Engine {
     registry: ClusterRegistry,
     resources: Arc<ResourceRegistry>,
     stores: Arc<DashMap<String, Arc<dyn Store>>>,
+    authorization: Mode,
 }
 
 impl Engine {
@@ -34,7 +36,19 @@ impl Engine {
             registry,
             resources: Arc::new(ResourceRegistry::builtin()),
             stores: Arc::new(DashMap::new()),
+            authorization: Mode::default(),
         }
+    }
+
+    /// The same engine authorizing requests in `mode` (RBAC by default).
+    pub fn with_authorization(mut self, mode: Mode) -> Self {
+        self.authorization = mode;
+        self
+    }
+
+    /// How the engine authorizes requests.
+    pub fn authorization(&self) -> Mode {
+        self.authorization
     }
 
     /// The resource types every cluster serves.
@@ -53,17 +67,20 @@ impl Engine {
     }
 
     /// Opens the cluster's store if it has none (an in-memory one with the
-    /// initial namespaces) and brings its Nodes in line with the record's node
+    /// initial namespaces and the bootstrap RBAC policy, plus AKS's own
+    /// bindings on AKS) and brings its Nodes in line with the record's node
     /// pools.
     pub fn open_store(&self, record: &ClusterRecord) -> Arc<dyn Store> {
         let store = self
             .stores
             .entry(record.id.clone())
             .or_insert_with(|| {
-                Arc::new(MemoryStore::new(
-                    self.registry.clock().clone(),
-                    StoreLimits::default(),
-                ))
+                let store = MemoryStore::new(self.registry.clock().clone(), StoreLimits::default());
+                authz::store_source::seed(&store, authz::bootstrap::objects().iter().cloned());
+                if record.cloud() == Cloud::Aks {
+                    authz::store_source::seed(&store, authz::cloud::aks::bootstrap_objects(&[]));
+                }
+                Arc::new(store)
             })
             .value()
             .clone();

@@ -9,6 +9,8 @@
 //! - [`selector`]: label selectors (ClusterRole aggregation).
 //! - [`source`]: the [`RbacSource`] trait the store implements, an in-memory
 //!   source and a layering of sources.
+//! - [`store_source`]: a cluster's store as an [`RbacSource`], and the
+//!   seeding of a new store with the bootstrap policy.
 //! - [`rbac`]: the RBAC evaluator (bindings → roles → rules, aggregation).
 //! - [`authorizer`]: the chain a request goes through: allow-all mode,
 //!   `system:masters`, RBAC.
@@ -60,11 +62,13 @@ pub mod review;
 pub mod rules;
 pub mod selector;
 pub mod source;
+pub mod store_source;
 
 pub use attributes::{Attributes, from_request};
 pub use authorizer::{Authorizer, Decision, Mode};
 pub use forbidden::Forbidden;
 pub use source::{Layered, MemorySource, RbacSource};
+pub use store_source::StoreSource;
 
 use kemu_shared::UserInfo;
 
