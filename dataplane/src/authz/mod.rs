@@ -36,7 +36,7 @@
 //!    [`bootstrap::objects`], plus [`cloud::aks::bootstrap_objects`] on AKS)
 //!    and the cloud's virtual grants ([`cloud::eks::access_policy_source`],
 //!    [`cloud::gke::iam_source`], [`cloud::aks::azure_rbac_source`]). Its
-//!    403 replaces `auth::anonymous_allowed`.
+//!    403 ends the request ([`crate::auth`] does steps 1 and 2).
 //! 3. Writes go through admission: [`admission::namespace::admit`],
 //!    [`admission::limitrange::mutate`], [`admission::serviceaccount::admit_pod`],
 //!    mutating [`admission::webhook`]s, then (after the engine's validation)
