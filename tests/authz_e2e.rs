@@ -123,6 +123,38 @@ fn rbac_is_enforced_as_on_a_real_cluster() {
     assert_eq!(String::from_utf8_lossy(&no.stdout).trim(), "no");
     assert_eq!(ok(c.admin(&["auth", "can-i", "*", "*"])).trim(), "yes");
 
+    // SubjectAccessReview and LocalSubjectAccessReview, as an admin creates them.
+    let reviews = c.sandbox.path("reviews.yaml");
+    std::fs::write(
+        &reviews,
+        "apiVersion: authorization.k8s.io/v1\nkind: SubjectAccessReview\nspec:\n  user: jane\n  \
+         resourceAttributes: {verb: list, resource: pods, namespace: dev}\n---\n\
+         apiVersion: authorization.k8s.io/v1\nkind: LocalSubjectAccessReview\nmetadata: {namespace: other}\n\
+         spec:\n  user: jane\n  resourceAttributes: {verb: list, resource: pods, namespace: other}\n",
+    )
+    .unwrap();
+    let out = ok(c.admin(&["create", "-f", reviews.to_str().unwrap(), "-o", "json"]));
+    // kubectl prints one JSON document per created object.
+    let answers: Vec<Value> = serde_json::Deserializer::from_str(&out)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(answers.len(), 2, "{out}");
+    assert_eq!(answers[0]["kind"], "SubjectAccessReview");
+    assert_eq!(answers[0]["status"]["allowed"], true, "{out}");
+    assert_eq!(answers[1]["kind"], "LocalSubjectAccessReview");
+    assert_eq!(answers[1]["status"]["allowed"], false, "{out}");
+    let denied = refused(c.jane(&[
+        "create",
+        "--validate=false",
+        "-f",
+        reviews.to_str().unwrap(),
+    ]));
+    assert!(
+        denied.contains("cannot create resource \"subjectaccessreviews\""),
+        "{denied}"
+    );
+
     // kubectl auth can-i --list (a SelfSubjectRulesReview).
     let list = ok(c.jane(&["auth", "can-i", "--list", "-n", "dev"]));
     let pods = list
