@@ -226,6 +226,45 @@ fn rbac_is_enforced_as_on_a_real_cluster() {
     );
     assert_eq!(api_body["reason"], "Forbidden");
     assert_eq!(version, 200);
+
+    // Escalation: as a namespace admin jane may bind roles she holds, never
+    // more than she holds.
+    ok(c.admin(&[
+        "create",
+        "rolebinding",
+        "jane-admin",
+        "--clusterrole=admin",
+        "--user=jane",
+        "-n",
+        "dev",
+    ]));
+    ok(c.jane(&[
+        "create",
+        "rolebinding",
+        "bob-view",
+        "--clusterrole=view",
+        "--user=bob",
+        "-n",
+        "dev",
+    ]));
+    let denied = refused(c.jane(&[
+        "create",
+        "rolebinding",
+        "bob-root",
+        "--clusterrole=cluster-admin",
+        "--user=bob",
+        "-n",
+        "dev",
+    ]));
+    assert!(
+        denied.starts_with("error: failed to create rolebinding: rolebindings.rbac.authorization.k8s.io \"bob-root\" is forbidden: user \"jane\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:"),
+        "{denied}"
+    );
+    // Nothing was stored.
+    assert_eq!(
+        refused(c.jane(&["get", "rolebinding", "bob-root", "-n", "dev"])),
+        "Error from server (NotFound): rolebindings.rbac.authorization.k8s.io \"bob-root\" not found"
+    );
 }
 
 #[test]
