@@ -35,6 +35,7 @@ use std::sync::Arc;
 use actix_web::web::ServiceConfig;
 use kemu_dataplane::DataPlane;
 pub use kemu_dataplane::DataPlaneError;
+pub use kemu_dataplane::authz::Mode;
 pub use kemu_gke::GkeOptions;
 use kemu_shared::pki::{CertAndKey, ClusterCa};
 pub use kemu_shared::{
@@ -62,9 +63,17 @@ pub struct KemuBuilder {
     eks: kemu_eks::Settings,
     aks: kemu_aks::AksConfig,
     gke: kemu_gke::GkeOptions,
+    authorization: Mode,
 }
 
 impl KemuBuilder {
+    /// How clusters authorize requests: RBAC (the default, as a real cluster)
+    /// or [`Mode::AllowAll`].
+    pub fn authorization(mut self, mode: Mode) -> Self {
+        self.authorization = mode;
+        self
+    }
+
     /// Sets how the EKS facade behaves (provisioning delay, accepted keys).
     pub fn eks_settings(mut self, settings: kemu_eks::Settings) -> Self {
         self.eks = settings;
@@ -127,6 +136,7 @@ impl KemuBuilder {
                 config: self.config,
                 registry: registry.clone(),
                 dataplane: Mutex::new(None),
+                authorization: self.authorization,
                 facade_ca,
                 facade_cert,
                 eks,
@@ -158,6 +168,7 @@ struct Inner {
     config: Config,
     registry: ClusterRegistry,
     dataplane: Mutex<Option<DataPlane>>,
+    authorization: Mode,
     facade_ca: ClusterCa,
     facade_cert: CertAndKey,
     eks: kemu_eks::Eks,
@@ -184,6 +195,7 @@ impl Kemu {
             eks: kemu_eks::Settings::default(),
             aks: kemu_aks::AksConfig::default(),
             gke: kemu_gke::GkeOptions::default(),
+            authorization: Mode::default(),
         }
     }
 
@@ -217,9 +229,10 @@ impl Kemu {
     pub fn attach_dataplane(&self) -> Result<(), Error> {
         let mut slot = self.inner.dataplane.lock();
         if slot.is_none() {
-            *slot = Some(DataPlane::start(
+            *slot = Some(DataPlane::start_authorizing(
                 self.inner.config.clone(),
                 self.inner.registry.clone(),
+                self.inner.authorization,
             )?);
         }
         Ok(())

@@ -53,6 +53,10 @@ struct Cli {
     /// Directory for files kemu hands to clients (the facades' CA bundle).
     #[arg(long, env = "KEMU_RUN_DIR")]
     run_dir: Option<PathBuf>,
+    /// How clusters authorize requests: `rbac` (as a real cluster) or
+    /// `allow-all` (every request is allowed, anonymous ones included).
+    #[arg(long, env = "KEMU_AUTHORIZATION", default_value = "rbac")]
+    authorization: kemu::Mode,
     /// Log format.
     #[arg(long, env = "KEMU_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: LogFormat,
@@ -81,6 +85,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             bind_host: cli.bind_host.clone(),
         })
         .dataplane(!cli.no_dataplane)
+        .authorization(cli.authorization)
         .aks_config(aks_config(&cli)?)
         .build()?;
     let run_dir = cli

@@ -1,5 +1,5 @@
-//! The authz module's answers read by the real kubectl, before the lead wires
-//! them into the engine: a bare HTTP server routes every request through
+//! The authz module's answers read by the real kubectl, on their own (tests/authz_e2e.rs
+//! covers them wired into the engine): a bare HTTP server routes every request through
 //! `authz::check_request` and serves the access reviews from the same
 //! authorizer, so the 403 wording, `auth can-i` and `auth can-i --list` are
 //! checked against kubectl's own parsing and printing.
@@ -106,7 +106,7 @@ async fn handle(req: HttpRequest, body: web::Bytes, who: web::Data<String>) -> H
             .starts_with(b"application/vnd.kubernetes.protobuf")
     });
     let body: Value = if protobuf {
-        review_from_protobuf(&attrs.resource, &body)
+        kemu_dataplane::api::protobuf::decode(&body).unwrap_or(Value::Null)
     } else {
         serde_json::from_slice(&body).unwrap_or(Value::Null)
     };
@@ -130,85 +130,6 @@ async fn handle(req: HttpRequest, body: web::Bytes, who: web::Data<String>) -> H
         Ok(v) => HttpResponse::Created().json(v),
         Err(e) => actix_web::ResponseError::error_response(&e),
     }
-}
-
-/// The fields of a protobuf message: (field number, varint or bytes).
-fn fields(mut b: &[u8]) -> Vec<(u64, Result<u64, &[u8]>)> {
-    fn varint(b: &mut &[u8]) -> u64 {
-        let (mut v, mut shift) = (0u64, 0);
-        while let Some((&byte, rest)) = b.split_first() {
-            *b = rest;
-            v |= u64::from(byte & 0x7f) << shift;
-            shift += 7;
-            if byte & 0x80 == 0 {
-                break;
-            }
-        }
-        v
-    }
-    let mut out = Vec::new();
-    while !b.is_empty() {
-        let key = varint(&mut b);
-        match key & 7 {
-            0 => out.push((key >> 3, Ok(varint(&mut b)))),
-            2 => {
-                let len = (varint(&mut b) as usize).min(b.len());
-                out.push((key >> 3, Err(&b[..len])));
-                b = &b[len..];
-            }
-            _ => break,
-        }
-    }
-    out
-}
-
-fn field(b: &[u8], n: u64) -> Option<&[u8]> {
-    fields(b)
-        .into_iter()
-        .find_map(|(k, v)| (k == n).then_some(v.err()).flatten())
-}
-
-fn strings_of(b: &[u8], names: &[&str]) -> Value {
-    let mut m = serde_json::Map::new();
-    for (i, name) in names.iter().enumerate() {
-        if let Some(v) = field(b, i as u64 + 1) {
-            m.insert((*name).into(), json!(String::from_utf8_lossy(v)));
-        }
-    }
-    Value::Object(m)
-}
-
-/// Just enough of the protobuf encoding (`k8s\0` + runtime.Unknown) of the
-/// two reviews kubectl sends that way, read into their JSON form (decoding
-/// protobuf bodies in general is the engine's).
-fn review_from_protobuf(resource: &str, body: &[u8]) -> Value {
-    let raw = body
-        .strip_prefix(b"k8s\0")
-        .and_then(|u| field(u, 2))
-        .unwrap_or_default();
-    let spec = field(raw, 2).unwrap_or_default();
-    if resource == "selfsubjectrulesreviews" {
-        return json!({"spec": strings_of(spec, &["namespace"])});
-    }
-    let mut s = json!({});
-    if let Some(r) = field(spec, 1) {
-        s["resourceAttributes"] = strings_of(
-            r,
-            &[
-                "namespace",
-                "verb",
-                "group",
-                "version",
-                "resource",
-                "subresource",
-                "name",
-            ],
-        );
-    }
-    if let Some(n) = field(spec, 2) {
-        s["nonResourceAttributes"] = strings_of(n, &["path", "verb"]);
-    }
-    json!({"spec": s})
 }
 
 fn serve(who: &str) -> u16 {

@@ -110,3 +110,23 @@ async fn no_dataplane_flag_reports_disabled() {
     assert_eq!(ready.dataplane, "disabled");
     stop(child);
 }
+
+#[actix_web::test]
+async fn authorization_flag_takes_rbac_or_allow_all_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, ready) = start(&["--authorization", "allow-all"], dir.path());
+    assert_eq!(ready.dataplane, "live");
+    stop(child);
+
+    let bad = Command::new(env!("CARGO_BIN_EXE_kemu"))
+        .args(["--authorization", "webhook"])
+        .env_remove("KEMU_AUTHORIZATION")
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("unknown authorization mode \"webhook\": expected rbac or allow-all"),
+        "{stderr}"
+    );
+}

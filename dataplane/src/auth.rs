@@ -1,16 +1,18 @@
-//! Authentication of every request to a cluster, as kube-apiserver does it:
-//! a verified client certificate (CN user, O groups), else a bearer token
-//! checked by the cluster's cloud ([`kemu_shared::TokenAuthenticator`]), else
-//! `system:anonymous`. Anonymous callers reach only what upstream's
-//! `system:public-info-viewer` role allows; authorization proper (RBAC) comes
-//! later and will replace [`anonymous_allowed`].
+//! Authentication and authorization of every request to a cluster, as
+//! kube-apiserver's filters do it: a verified client certificate (CN user, O
+//! groups), else a bearer token checked by the cluster's cloud
+//! ([`kemu_shared::TokenAuthenticator`]), else `system:anonymous`; then the
+//! `Impersonate-*` headers; then the engine's authorizer ([`crate::authz`])
+//! over the cluster's RBAC objects, whose 403 ends the request.
 
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
-use actix_web::{HttpMessage, ResponseError, web};
+use actix_web::{HttpMessage, HttpResponse, ResponseError, web};
 use kemu_shared::UserInfo;
 
+use crate::authz::impersonation::{self, Refusal};
+use crate::authz::{self, Authorizer, Forbidden, StoreSource};
 use crate::engine::{ClusterContext, Engine};
 use crate::error::ApiError;
 use crate::identity::PeerIdentity;
@@ -18,31 +20,78 @@ use crate::identity::PeerIdentity;
 /// The group every authenticated user is in.
 pub const AUTHENTICATED: &str = "system:authenticated";
 
-/// Authenticates the request and records the [`UserInfo`] in its extensions.
+/// Authenticates and authorizes the request, and records the [`UserInfo`] it
+/// is served as (after impersonation) in its extensions.
 pub async fn authenticate(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
-    match identify(&req) {
-        Ok(user) => {
-            if is_anonymous(&user) && !anonymous_allowed(req.path()) {
-                let err = ApiError::Forbidden(format!(
-                    "forbidden: User \"system:anonymous\" cannot {} path \"{}\"",
-                    req.method().as_str().to_ascii_lowercase(),
-                    req.path()
-                ));
-                return Ok(req
-                    .into_response(err.error_response())
-                    .map_into_right_body());
-            }
+    match identify(&req).and_then(|user| authorize(&req, user)) {
+        Ok(Ok(user)) => {
             req.extensions_mut().insert(user);
             next.call(req)
                 .await
                 .map(ServiceResponse::map_into_left_body)
         }
+        Ok(Err(forbidden)) => Ok(req
+            .into_response(HttpResponse::Forbidden().json(forbidden.status()))
+            .map_into_right_body()),
         Err(err) => Ok(req
             .into_response(err.error_response())
             .map_into_right_body()),
+    }
+}
+
+/// Impersonation, then the authorizer: the user to serve the request as, or
+/// the 403 to answer.
+fn authorize(
+    req: &ServiceRequest,
+    caller: UserInfo,
+) -> Result<Result<UserInfo, Forbidden>, ApiError> {
+    let (engine, cluster) = mounted(req)?;
+    let store = engine
+        .store(&cluster.id)
+        .ok_or_else(|| ApiError::ClusterGone(cluster.id.clone()))?;
+    let source = StoreSource(store.as_ref());
+    let mode = engine.authorization();
+    let headers: Vec<(String, String)> = req
+        .headers()
+        .iter()
+        .filter(|(name, _)| name.as_str().starts_with("impersonate-"))
+        .map(|(name, value)| {
+            (
+                name.as_str().to_owned(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let user = match impersonation::impersonate(&Authorizer::new(mode, &source), &caller, &headers)
+    {
+        Ok(Some(user)) => user,
+        Ok(None) => caller,
+        Err(Refusal::BadRequest(message)) => return Err(ApiError::BadRequest(message)),
+        Err(Refusal::Forbidden(forbidden)) => return Ok(Err(forbidden)),
+    };
+    Ok(authz::check_request(
+        mode,
+        &source,
+        user.clone(),
+        req.method().as_str(),
+        req.path(),
+        req.query_string(),
+    )
+    .map(|_| user))
+}
+
+fn mounted(
+    req: &ServiceRequest,
+) -> Result<(&web::Data<Engine>, &web::Data<ClusterContext>), ApiError> {
+    match (
+        req.app_data::<web::Data<Engine>>(),
+        req.app_data::<web::Data<ClusterContext>>(),
+    ) {
+        (Some(engine), Some(cluster)) => Ok((engine, cluster)),
+        _ => Err(ApiError::Internal("engine not mounted".into())),
     }
 }
 
@@ -74,13 +123,7 @@ fn identify(req: &ServiceRequest) -> Result<UserInfo, ApiError> {
             ..UserInfo::default()
         });
     };
-    let (engine, cluster) = (
-        req.app_data::<web::Data<Engine>>(),
-        req.app_data::<web::Data<ClusterContext>>(),
-    );
-    let (Some(engine), Some(cluster)) = (engine, cluster) else {
-        return Err(ApiError::Internal("engine not mounted".into()));
-    };
+    let (engine, cluster) = mounted(req)?;
     let record = engine
         .registry()
         .get(&cluster.id)
@@ -98,18 +141,4 @@ fn identify(req: &ServiceRequest) -> Result<UserInfo, ApiError> {
             Err(ApiError::Unauthorized)
         }
     }
-}
-
-fn is_anonymous(user: &UserInfo) -> bool {
-    user.username == "system:anonymous"
-}
-
-/// What upstream's `system:public-info-viewer` grants to anyone.
-pub fn anonymous_allowed(path: &str) -> bool {
-    matches!(
-        path,
-        "/healthz" | "/livez" | "/readyz" | "/version" | "/version/"
-    ) || path.starts_with("/healthz/")
-        || path.starts_with("/livez/")
-        || path.starts_with("/readyz/")
 }

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use actix_web::web;
 use dashmap::DashMap;
-use kemu_shared::{ClusterRecord, ClusterRegistry};
+use kemu_shared::{Cloud, ClusterRecord, ClusterRegistry};
 
 use crate::api;
+use crate::authz::{self, Mode};
 use crate::controllers::store_client::StoreClient;
 use crate::controllers::{ControllerConfig, Controllers};
 use crate::nodes;
@@ -28,6 +29,7 @@ pub struct Engine {
     resources: Arc<ResourceRegistry>,
     stores: Arc<DashMap<String, Arc<dyn Store>>>,
     controllers: Arc<DashMap<String, Controllers>>,
+    authorization: Mode,
 }
 
 /// The tokio runtime every cluster's controllers run on. Process-wide and never
@@ -53,7 +55,19 @@ impl Engine {
             resources: Arc::new(ResourceRegistry::builtin()),
             stores: Arc::new(DashMap::new()),
             controllers: Arc::new(DashMap::new()),
+            authorization: Mode::default(),
         }
+    }
+
+    /// The same engine authorizing requests in `mode` (RBAC by default).
+    pub fn with_authorization(mut self, mode: Mode) -> Self {
+        self.authorization = mode;
+        self
+    }
+
+    /// How the engine authorizes requests.
+    pub fn authorization(&self) -> Mode {
+        self.authorization
     }
 
     /// The resource types every cluster serves.
@@ -72,7 +86,8 @@ impl Engine {
     }
 
     /// Opens the cluster's store if it has none (an in-memory one with the
-    /// initial namespaces) and brings its Nodes in line with the record's node
+    /// initial namespaces and the bootstrap RBAC policy, plus AKS's own
+    /// bindings on AKS) and brings its Nodes in line with the record's node
     /// pools.
     pub fn open_store(&self, record: &ClusterRecord) -> Arc<dyn Store> {
         let mut created = false;
@@ -81,10 +96,12 @@ impl Engine {
             .entry(record.id.clone())
             .or_insert_with(|| {
                 created = true;
-                Arc::new(MemoryStore::new(
-                    self.registry.clock().clone(),
-                    StoreLimits::default(),
-                ))
+                let store = MemoryStore::new(self.registry.clock().clone(), StoreLimits::default());
+                authz::store_source::seed(&store, authz::bootstrap::objects().iter().cloned());
+                if record.cloud() == Cloud::Aks {
+                    authz::store_source::seed(&store, authz::cloud::aks::bootstrap_objects(&[]));
+                }
+                Arc::new(store)
             })
             .value()
             .clone();

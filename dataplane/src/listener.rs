@@ -18,6 +18,7 @@ use parking_lot::Mutex;
 use thiserror::Error;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::authz::Mode;
 use crate::engine::{ClusterContext, Engine};
 use crate::identity;
 
@@ -73,6 +74,15 @@ impl DataPlane {
     /// Starts the data plane for `registry` and attaches it, which binds a
     /// listener for every cluster already registered.
     pub fn start(config: Config, registry: ClusterRegistry) -> Result<Self, DataPlaneError> {
+        Self::start_authorizing(config, registry, Mode::default())
+    }
+
+    /// [`DataPlane::start`] with the clusters authorizing requests in `mode`.
+    pub fn start_authorizing(
+        config: Config,
+        registry: ClusterRegistry,
+        mode: Mode,
+    ) -> Result<Self, DataPlaneError> {
         kemu_shared::pki::install_crypto_provider();
         let (tx, rx) = mpsc::unbounded_channel();
         std::thread::Builder::new()
@@ -81,7 +91,7 @@ impl DataPlane {
         let dataplane = Self {
             inner: Arc::new(Inner {
                 config,
-                engine: Engine::new(registry.clone()),
+                engine: Engine::new(registry.clone()).with_authorization(mode),
                 commands: tx,
                 ports: Mutex::new(HashMap::new()),
             }),

@@ -11,6 +11,7 @@ pub mod patch;
 pub mod protobuf;
 pub mod request;
 pub mod resource;
+pub mod reviews;
 pub mod selectors;
 pub mod table;
 pub mod validation;
@@ -29,6 +30,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             "/apis/authentication.k8s.io/v1/selfsubjectreviews",
             web::post().to(whoami::create),
         )
+        .configure(reviews::configure)
         .route("/api", web::get().to(discovery::core_versions))
         .route("/api/", web::get().to(discovery::core_versions))
         .route("/apis", web::get().to(discovery::groups))

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use actix_web::http::StatusCode;
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
@@ -18,6 +18,7 @@ use crate::api::selectors::{FieldSelector, LabelSelector};
 use crate::api::table;
 use crate::api::validation;
 use crate::api::watch::{self, Filter, WatchRequest};
+use crate::authz::{StoreSource, escalation};
 use crate::engine::{ClusterContext, Engine};
 use crate::error::ApiError;
 use crate::resources::ResourceType;
@@ -139,8 +140,14 @@ pub async fn dispatch(
     }
     let op = route(&req, &scope, &params)?;
     let output = request::negotiate(&req, &params)?;
+    let user = req
+        .extensions()
+        .get::<kemu_shared::UserInfo>()
+        .cloned()
+        .unwrap_or_default();
     let h = Handler {
         engine: &engine,
+        user,
         store,
         scope,
         params,
@@ -174,6 +181,8 @@ pub async fn dispatch(
 
 struct Handler<'a> {
     engine: &'a Engine,
+    /// Who the request is served as (after impersonation).
+    user: kemu_shared::UserInfo,
     store: Arc<dyn Store>,
     scope: Scope,
     params: Params,
@@ -376,6 +385,26 @@ impl Handler<'_> {
         validation::check_namespace(body, self.scope.namespace.as_deref())
     }
 
+    /// The escalation and bind checks on writing a Role, ClusterRole or
+    /// binding (upstream's RBAC storage), before anything is stored.
+    fn check_rbac_write(&self, object: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+        let rt = self.rt();
+        if rt.group != escalation::RBAC_GROUP {
+            return Ok(());
+        }
+        let mut object = object.clone();
+        object["kind"] = json!(rt.kind);
+        escalation::check_write(
+            self.engine.authorization(),
+            &StoreSource(self.store.as_ref()),
+            &self.user,
+            self.scope.namespace.as_deref().unwrap_or_default(),
+            &object,
+            old,
+        )
+        .map_err(|f| ApiError::Forbidden(f.message))
+    }
+
     fn create(&self, mut body: Value) -> Result<HttpResponse, ApiError> {
         self.check_body(&mut body)?;
         let rt = self.rt();
@@ -409,6 +438,9 @@ impl Handler<'_> {
             self.scope.namespace.as_deref().unwrap_or_default(),
             &name,
         );
+        let mut named = body.clone();
+        named["metadata"]["name"] = json!(name);
+        self.check_rbac_write(&named, None)?;
         let created = self.store.create(&key, body)?;
         self.respond(StatusCode::CREATED, &created)
     }
@@ -433,6 +465,7 @@ impl Handler<'_> {
                 m.remove("status");
             }
         }
+        self.check_rbac_write(&body, Some(&current))?;
         let updated = self.store.update(&key, body, &Preconditions::default())?;
         self.respond(StatusCode::OK, &updated)
     }
@@ -451,6 +484,7 @@ impl Handler<'_> {
                     let mut object = object.clone();
                     self.check_body(&mut object)?;
                     validation::check_name(self.rt(), &key.name)?;
+                    self.check_rbac_write(&object, None)?;
                     return Ok((StatusCode::CREATED, self.store.create(key, object)?));
                 }
                 return Err(self.not_found(key));
@@ -459,6 +493,7 @@ impl Handler<'_> {
                 .as_str()
                 .map(str::to_owned);
             let changed = change(&current)?;
+            self.check_rbac_write(&changed, Some(&current))?;
             let pinned = changed["metadata"]["resourceVersion"]
                 .as_str()
                 .map(str::to_owned);

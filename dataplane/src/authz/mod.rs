@@ -9,6 +9,8 @@
 //! - [`selector`]: label selectors (ClusterRole aggregation).
 //! - [`source`]: the [`RbacSource`] trait the store implements, an in-memory
 //!   source and a layering of sources.
+//! - [`store_source`]: a cluster's store as an [`RbacSource`], and the
+//!   seeding of a new store with the bootstrap policy.
 //! - [`rbac`]: the RBAC evaluator (bindings → roles → rules, aggregation).
 //! - [`authorizer`]: the chain a request goes through: allow-all mode,
 //!   `system:masters`, RBAC.
@@ -34,7 +36,7 @@
 //!    [`bootstrap::objects`], plus [`cloud::aks::bootstrap_objects`] on AKS)
 //!    and the cloud's virtual grants ([`cloud::eks::access_policy_source`],
 //!    [`cloud::gke::iam_source`], [`cloud::aks::azure_rbac_source`]). Its
-//!    403 replaces `auth::anonymous_allowed`.
+//!    403 ends the request ([`crate::auth`] does steps 1 and 2).
 //! 3. Writes go through admission: [`admission::namespace::admit`],
 //!    [`admission::limitrange::mutate`], [`admission::serviceaccount::admit_pod`],
 //!    mutating [`admission::webhook`]s, then (after the engine's validation)
@@ -60,11 +62,13 @@ pub mod review;
 pub mod rules;
 pub mod selector;
 pub mod source;
+pub mod store_source;
 
 pub use attributes::{Attributes, from_request};
 pub use authorizer::{Authorizer, Decision, Mode};
 pub use forbidden::Forbidden;
 pub use source::{Layered, MemorySource, RbacSource};
+pub use store_source::StoreSource;
 
 use kemu_shared::UserInfo;
 
