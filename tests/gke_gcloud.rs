@@ -29,6 +29,29 @@ fn mutate(sandbox: &Sandbox, url: &str, args: &[&str]) {
     );
 }
 
+/// The Nodes kubectl lists through the auth plugin: (name, pool label).
+fn nodes(sandbox: &Sandbox, kubeconfig: &std::path::Path) -> Vec<(String, String)> {
+    let out = kubectl(sandbox, kubeconfig, &["get", "nodes", "-o", "json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let list: Value = serde_json::from_slice(&out.stdout).expect("node list json");
+    let items = list["items"].as_array().expect("items");
+    items
+        .iter()
+        .map(|n| {
+            let pool = n["metadata"]["labels"]["cloud.google.com/gke-nodepool"]
+                .as_str()
+                .unwrap_or_else(|| panic!("node without its pool label: {n}"));
+            let name = n["metadata"]["name"].as_str().expect("node name");
+            (name.to_owned(), pool.to_owned())
+        })
+        .collect()
+}
+
+/// How many of `nodes` belong to `pool`.
+fn in_pool(nodes: &[(String, String)], pool: &str) -> usize {
+    nodes.iter().filter(|(_, p)| p == pool).count()
+}
+
 fn json(sandbox: &Sandbox, url: &str, args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.push("--format=json");
@@ -105,6 +128,57 @@ fn gcloud_drives_a_cluster_end_to_end() {
         "{review}"
     );
 
+    // The default pool's 2 Nodes, labelled as GKE labels them.
+    let listed = nodes(&sb, &kubeconfig);
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(in_pool(&listed, "default-pool"), 2, "{listed:?}");
+
+    // A Deployment rolls out on them.
+    let out = kubectl(
+        &sb,
+        &kubeconfig,
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=2",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let out = kubectl(
+        &sb,
+        &kubeconfig,
+        &["rollout", "status", "deployment/web", "--timeout=60s"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("successfully rolled out"),
+        "{}",
+        text(&out)
+    );
+    // Its pods were scheduled on the pool's Nodes.
+    let out = kubectl(
+        &sb,
+        &kubeconfig,
+        &["get", "pods", "-l", "app=web", "-o", "json"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let pods: Value = serde_json::from_slice(&out.stdout).expect("pod list json");
+    let placed: Vec<&str> = pods["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|p| p["spec"]["nodeName"].as_str())
+        .collect();
+    assert_eq!(placed.len(), 2, "{pods}");
+    assert!(
+        placed
+            .iter()
+            .all(|n| listed.iter().any(|(name, _)| name == n)),
+        "pods on unknown nodes: {placed:?} vs {listed:?}"
+    );
+
     // resize the only pool.
     mutate(
         &sb,
@@ -113,6 +187,8 @@ fn gcloud_drives_a_cluster_end_to_end() {
     );
     let c = json(&sb, &url, &with(&["clusters", "describe", "c1"]));
     assert_eq!(c["currentNodeCount"], 3);
+    let listed = nodes(&sb, &kubeconfig);
+    assert_eq!(listed.len(), 3, "resize did not add a Node: {listed:?}");
 
     // node pools.
     let cl = ["--cluster", "c1", "--zone", "us-central1-a"];
@@ -166,9 +242,15 @@ fn gcloud_drives_a_cluster_end_to_end() {
     assert_eq!(np["config"]["labels"]["team"], "a");
     let c = json(&sb, &url, &with(&["clusters", "describe", "c1"]));
     assert_eq!(c["currentNodeCount"], 4);
+    let listed = nodes(&sb, &kubeconfig);
+    assert_eq!(listed.len(), 4, "{listed:?}");
+    assert_eq!(in_pool(&listed, "np2"), 1, "{listed:?}");
     mutate(&sb, &url, &pool(&["node-pools", "delete", "np2"]));
     let pools = json(&sb, &url, &pool(&["node-pools", "list"]));
     assert_eq!(pools.as_array().map(Vec::len), Some(1));
+    let listed = nodes(&sb, &kubeconfig);
+    assert_eq!(listed.len(), 3, "np2's Node outlived its pool: {listed:?}");
+    assert_eq!(in_pool(&listed, "np2"), 0, "{listed:?}");
 
     // master upgrade.
     mutate(
