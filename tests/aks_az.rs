@@ -62,6 +62,35 @@ fn client_identity(path: &std::path::Path) -> (String, Vec<String>) {
     kemu::shared::pki::certificate_identity(&der).expect("certificate identity")
 }
 
+/// The cluster's Nodes as `kubectl get nodes -o json` lists them, counted per
+/// AKS agent pool label; every Node must carry AKS's labels.
+fn kube_nodes(sandbox: &Sandbox, kubeconfig: &std::path::Path) -> BTreeMap<String, u32> {
+    let out = sandbox.kubectl(kubeconfig, &["get", "nodes", "-o", "json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).expect("node list json");
+    let mut per_pool = BTreeMap::new();
+    for node in list["items"].as_array().expect("items") {
+        let labels = &node["metadata"]["labels"];
+        let pool = labels["kubernetes.azure.com/agentpool"]
+            .as_str()
+            .unwrap_or_else(|| panic!("Node without its AKS pool label: {node}"));
+        let mode = if pool == "nodepool1" {
+            "system"
+        } else {
+            "user"
+        };
+        assert_eq!(labels["kubernetes.azure.com/mode"], mode, "{node}");
+        assert_eq!(labels["kubernetes.io/os"], "linux", "{node}");
+        assert!(
+            labels["node.kubernetes.io/instance-type"].is_string(),
+            "{node}"
+        );
+        assert!(labels["topology.kubernetes.io/zone"].is_string(), "{node}");
+        *per_pool.entry(pool.to_owned()).or_insert(0) += 1;
+    }
+    per_pool
+}
+
 #[actix_web::test]
 async fn az_drives_aks_end_to_end() {
     let kemu = Kemu::builder().build().unwrap();
@@ -142,6 +171,25 @@ fn az_flow(kemu: &Kemu, sandbox: &Sandbox, arm: &str, ca: &std::path::Path) {
     assert!(version.status.success(), "{}", text(&version));
     let user = client_identity(&kubeconfig);
     assert_eq!(user, ("clusterUser".into(), vec!["system:masters".into()]));
+    // `--node-count 2` is two Nodes, and a Deployment rolls out on them.
+    assert_eq!(
+        kube_nodes(sandbox, &kubeconfig),
+        BTreeMap::from([("nodepool1".into(), 2)])
+    );
+    let k = |args: &[&str]| {
+        let out = sandbox.kubectl(&kubeconfig, args);
+        assert!(out.status.success(), "kubectl {args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    k(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx",
+        "--replicas=2",
+    ]);
+    let rollout = k(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    assert!(rollout.contains("successfully rolled out"), "{rollout}");
     let admin_kc = sandbox.path("admin.kubeconfig");
     let admin_path = admin_kc.to_string_lossy().into_owned();
     az_ok(
@@ -252,6 +300,10 @@ fn az_flow(kemu: &Kemu, sandbox: &Sandbox, arm: &str, ca: &std::path::Path) {
         &["aks", "scale", "-g", "rg1", "-n", "c1", "--node-count", "3"],
     );
     assert_eq!(pools(&aks_record(kemu, "c1"))["nodepool1"], 3);
+    assert_eq!(
+        kube_nodes(sandbox, &kubeconfig),
+        BTreeMap::from([("nodepool1".into(), 3)])
+    );
 
     // Node pools go through the agentPools child resource: one source of truth.
     let added = az_json(
@@ -282,6 +334,10 @@ fn az_flow(kemu: &Kemu, sandbox: &Sandbox, arm: &str, ca: &std::path::Path) {
     assert_eq!((np2.count, np2.labels["team"].as_str()), (2, "a"));
     assert_eq!(np2.labels["kubernetes.azure.com/mode"], "user");
     assert_eq!(np2.taints[0].effect, "NoSchedule");
+    assert_eq!(
+        kube_nodes(sandbox, &kubeconfig),
+        BTreeMap::from([("nodepool1".into(), 3), ("np2".into(), 2)])
+    );
     let names = az_ok(
         sb,
         ca,
@@ -337,6 +393,10 @@ fn az_flow(kemu: &Kemu, sandbox: &Sandbox, arm: &str, ca: &std::path::Path) {
     );
     assert_eq!(np2["count"], 4);
     assert_eq!(pools(&aks_record(kemu, "c1"))["np2"], 4);
+    assert_eq!(
+        kube_nodes(sandbox, &kubeconfig),
+        BTreeMap::from([("nodepool1".into(), 3), ("np2".into(), 4)])
+    );
     az_ok(
         sb,
         ca,
@@ -356,6 +416,19 @@ fn az_flow(kemu: &Kemu, sandbox: &Sandbox, arm: &str, ca: &std::path::Path) {
         pools(&aks_record(kemu, "c1")),
         BTreeMap::from([("nodepool1".into(), 3)])
     );
+    assert_eq!(
+        kube_nodes(sandbox, &kubeconfig),
+        BTreeMap::from([("nodepool1".into(), 3)])
+    );
+    // The Deployment is still available after the pool changes.
+    let ready = k(&[
+        "get",
+        "deployment",
+        "web",
+        "-o",
+        "jsonpath={.status.readyReplicas}",
+    ]);
+    assert_eq!(ready, "2");
 
     let upgraded = az_json(
         sb,
