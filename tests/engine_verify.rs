@@ -274,7 +274,9 @@ impl Schemas {
     fn resolve<'a>(&'a self, schema: &'a Value) -> &'a Value {
         match schema["$ref"].as_str() {
             Some(r) => {
-                let name = r.trim_start_matches("#/components/schemas/");
+                let name = r
+                    .trim_start_matches("#/components/schemas/")
+                    .trim_start_matches("#/definitions/");
                 self.0.get(name).unwrap_or_else(|| panic!("dangling {r}"))
             }
             None => schema,
@@ -389,8 +391,8 @@ fn load_schemas(rt: &tokio::runtime::Runtime, client: &reqwest::Client, base: &s
             .await
             .unwrap();
         let mut all = HashMap::new();
-        for gv in ["api/v1", "apis/apps/v1"] {
-            let url = root["paths"][gv]["serverRelativeURL"].as_str().unwrap();
+        for entry in root["paths"].as_object().unwrap().values() {
+            let url = entry["serverRelativeURL"].as_str().unwrap();
             let doc: Value = client
                 .get(format!("{base}{url}"))
                 .send()
@@ -403,6 +405,51 @@ fn load_schemas(rt: &tokio::runtime::Runtime, client: &reqwest::Client, base: &s
                 all.insert(k.clone(), v.clone());
             }
         }
+        // The v3 documents carry only schemas their paths reference; WatchEvent
+        // comes from the v2 document (same schema, `#/definitions/` refs).
+        let v2: Value = client
+            .get(format!("{base}/openapi/v2"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        for (k, v) in v2["definitions"].as_object().unwrap() {
+            all.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        // Upstream publishes no schema for meta/v1 Table (it is a
+        // content-negotiated view): this one follows its Go type.
+        all.insert(
+            "io.k8s.apimachinery.pkg.apis.meta.v1.Table".to_owned(),
+            serde_json::json!({
+                "type": "object",
+                "required": ["columnDefinitions", "rows"],
+                "properties": {
+                    "apiVersion": {"type": "string", "enum": ["meta.k8s.io/v1"]},
+                    "kind": {"type": "string", "enum": ["Table"]},
+                    "metadata": {"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"},
+                    "columnDefinitions": {"type": "array", "items": {
+                        "type": "object",
+                        "required": ["name", "type", "format", "description", "priority"],
+                        "properties": {
+                            "name": {"type": "string"}, "type": {"type": "string"},
+                            "format": {"type": "string"}, "description": {"type": "string"},
+                            "priority": {"type": "integer"}
+                        }
+                    }},
+                    "rows": {"type": "array", "items": {
+                        "type": "object",
+                        "required": ["cells"],
+                        "properties": {
+                            "cells": {"type": "array"},
+                            "conditions": {"type": "array"},
+                            "object": {"type": "object"}
+                        }
+                    }}
+                }
+            }),
+        );
         Schemas(all)
     })
 }
@@ -528,6 +575,33 @@ fn responses_validate_against_the_served_openapi_schemas() {
             format!("{META}.Status"),
         ),
     ];
+    // The checker itself rejects what it should.
+    let (_, mut bad) = get(&rt, &client, &checks[0].0, json);
+    bad["spec"]["replicas"] = "three".into();
+    bad["spec"]["bogus"] = true.into();
+    bad["spec"]["template"]["spec"]["containers"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("name");
+    let errors = schemas
+        .check(&bad, "io.k8s.api.apps.v1.Deployment")
+        .join("\n");
+    for want in [
+        "spec.replicas",
+        "spec.bogus: unknown field",
+        "required field name",
+    ] {
+        assert!(errors.contains(want), "{want}: {errors}");
+    }
+    // The served schemas (from upstream's published definitions) carry no
+    // enums; the checker enforces one where a schema has it.
+    let enums = Schemas(HashMap::from([(
+        "e".to_owned(),
+        serde_json::json!({"type": "string", "enum": ["Recreate", "RollingUpdate"]}),
+    )]));
+    assert_eq!(enums.check(&"Sideways".into(), "e").len(), 1);
+    assert!(enums.check(&"Recreate".into(), "e").is_empty());
+
     let mut failures = Vec::new();
     for (url, accept, schema) in &checks {
         let (status, body) = get(&rt, &client, url, accept);
