@@ -55,21 +55,32 @@ fn deployments_roll_out_on_the_pool_nodes() {
     let out = ok(k(&["rollout", "status", "deployment/web", "--timeout=60s"]));
     assert!(out.contains("successfully rolled out"), "{out}");
 
-    // Three Running pods, spread over the three Nodes.
+    // Three Running pods, each on one of the pool's Nodes.
     let pods: serde_json::Value =
         serde_json::from_str(&ok(k(&["get", "pods", "-l", "app=web", "-o", "json"]))).unwrap();
     let items = pods["items"].as_array().unwrap();
     assert_eq!(items.len(), 3);
-    let mut nodes: Vec<&str> = items
+    let pool: serde_json::Value = serde_json::from_str(&ok(k(&[
+        "get",
+        "nodes",
+        "-l",
+        "eks.amazonaws.com/nodegroup=ng-1",
+        "-o",
+        "json",
+    ])))
+    .unwrap();
+    let pool: Vec<&str> = pool["items"]
+        .as_array()
+        .unwrap()
         .iter()
-        .map(|p| {
-            assert_eq!(p["status"]["phase"], "Running", "{p}");
-            p["spec"]["nodeName"].as_str().unwrap()
-        })
+        .map(|n| n["metadata"]["name"].as_str().unwrap())
         .collect();
-    nodes.sort();
-    nodes.dedup();
-    assert_eq!(nodes.len(), 3, "pods spread over the nodes: {nodes:?}");
+    assert_eq!(pool.len(), 3, "{pool:?}");
+    for p in items {
+        assert_eq!(p["status"]["phase"], "Running", "{p}");
+        let node = p["spec"]["nodeName"].as_str().unwrap();
+        assert!(pool.contains(&node), "{node} not in {pool:?}");
+    }
 
     // A new image rolls out as revision 2; undo brings back the first template.
     ok(k(&["set", "image", "deployment/web", "nginx=nginx:1.28"]));
@@ -88,12 +99,15 @@ fn deployments_roll_out_on_the_pool_nodes() {
     assert_eq!(image, "nginx:1.27");
 
     ok(k(&["scale", "deployment/web", "--replicas=5"]));
+    // Available holds once no more than maxUnavailable (25%) are missing; the
+    // rollout status waits for all five.
     ok(k(&[
         "wait",
         "--for=condition=Available",
         "deployment/web",
         "--timeout=60s",
     ]));
+    ok(k(&["rollout", "status", "deployment/web", "--timeout=60s"]));
     let ready = ok(k(&[
         "get",
         "deployment",

@@ -487,6 +487,9 @@ pub struct Registration {
     pub reconciler: Arc<dyn Reconciler>,
 }
 
+/// How often informers re-deliver every object ([`Runtime::start`]).
+pub const RESYNC: Duration = Duration::from_secs(10);
+
 /// The shared parts every controller gets: client, clock, informers, timers.
 pub struct Runtime {
     /// The cluster.
@@ -549,8 +552,10 @@ impl Runtime {
         let mut tasks = self.tasks.lock();
         tasks.push(tokio::spawn(self.timers.clone().run(self.activity.clone())));
         for inf in self.informers.values() {
-            let (inf, rt) = (inf.clone(), self.clone());
-            tasks.push(tokio::spawn(async move { rt.run_informer(inf).await }));
+            let (watched, rt) = (inf.clone(), self.clone());
+            tasks.push(tokio::spawn(async move { rt.run_informer(watched).await }));
+            let (resynced, rt) = (inf.clone(), self.clone());
+            tasks.push(tokio::spawn(async move { rt.run_resync(resynced).await }));
         }
         for c in controllers {
             for _ in 0..workers.max(1) {
@@ -578,6 +583,25 @@ impl Runtime {
                 self.activity.tick();
             }
             tracing::debug!(kind = %inf.kind, "watch closed; watching again");
+        }
+    }
+
+    /// Every [`RESYNC`] on the clock, re-reads the informer's kind from the
+    /// store and re-delivers each object to the handlers, as client-go's
+    /// resync does: reconciles are level-triggered, so one that was missed is
+    /// made up for within the period instead of leaving a workload stuck.
+    async fn run_resync(self: Arc<Self>, inf: Arc<Informer>) {
+        loop {
+            self.clock.sleep(RESYNC).await;
+            let Ok(objects) = self.client.list(inf.kind, None, None).await else {
+                continue;
+            };
+            self.activity.busy.fetch_add(1, Ordering::SeqCst);
+            for object in objects {
+                inf.dispatch(EventType::Modified, Arc::new(object));
+            }
+            self.activity.busy.fetch_sub(1, Ordering::SeqCst);
+            self.activity.tick();
         }
     }
 
