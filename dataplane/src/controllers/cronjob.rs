@@ -53,14 +53,7 @@ impl CronJobController {
         let q = queue.clone();
         rt.informer(kinds::CRON_JOB)
             .on_change(move |c| q.add(ObjKey::of(&c.new)));
-        let q = queue.clone();
-        rt.informer(kinds::JOB).on_change(move |c| {
-            if let Some(r) = obj::controller_ref(&c.new).filter(|r| r["kind"] == "CronJob")
-                && let Some(n) = r["name"].as_str()
-            {
-                q.add(ObjKey::new(obj::namespace(&c.new), n));
-            }
-        });
+        rt.enqueue_controllers_of(kinds::JOB, "CronJob", &queue);
         Registration {
             name: "cronjob",
             queue,

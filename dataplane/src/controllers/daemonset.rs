@@ -67,14 +67,7 @@ impl DaemonSetController {
         let q = queue.clone();
         rt.informer(kinds::DAEMON_SET)
             .on_change(move |c| q.add(ObjKey::of(&c.new)));
-        let q = queue.clone();
-        rt.informer(kinds::POD).on_change(move |c| {
-            if let Some(r) = obj::controller_ref(&c.new).filter(|r| r["kind"] == "DaemonSet")
-                && let Some(n) = r["name"].as_str()
-            {
-                q.add(ObjKey::new(obj::namespace(&c.new), n));
-            }
-        });
+        rt.enqueue_controllers_of(kinds::POD, "DaemonSet", &queue);
         let (q, dsi) = (queue.clone(), rt.informer(kinds::DAEMON_SET).clone());
         rt.informer(kinds::NODE).on_change(move |c| {
             // Node pools change rarely next to Pods: every DaemonSet looks again.

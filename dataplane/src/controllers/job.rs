@@ -84,14 +84,7 @@ impl JobController {
         let q = queue.clone();
         rt.informer(kinds::JOB)
             .on_change(move |c| q.add(ObjKey::of(&c.new)));
-        let q = queue.clone();
-        rt.informer(kinds::POD).on_change(move |c| {
-            if let Some(r) = obj::controller_ref(&c.new).filter(|r| r["kind"] == "Job")
-                && let Some(n) = r["name"].as_str()
-            {
-                q.add(ObjKey::new(obj::namespace(&c.new), n));
-            }
-        });
+        rt.enqueue_controllers_of(kinds::POD, "Job", &queue);
         Registration {
             name: "job",
             queue,

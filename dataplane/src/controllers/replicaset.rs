@@ -274,13 +274,10 @@ impl ReplicaSetController {
 }
 
 fn enqueue_owner(q: &Arc<Queue>, rsi: &super::runtime::Informer, pod: &Value) {
-    if let Some(r) = obj::controller_ref(pod).filter(|r| r["kind"] == "ReplicaSet")
-        && let Some(name) = r["name"].as_str()
+    if let Some(key) = super::runtime::controller_key(pod, "ReplicaSet")
+        && rsi.get(&key).is_some()
     {
-        let key = ObjKey::new(obj::namespace(pod), name);
-        if rsi.get(&key).is_some() {
-            q.add(key);
-        }
+        q.add(key);
     }
 }
 

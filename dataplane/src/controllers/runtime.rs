@@ -487,6 +487,15 @@ pub struct Registration {
     pub reconciler: Arc<dyn Reconciler>,
 }
 
+/// The key of `dependent`'s controlling owner, when that owner is an `owner_kind`.
+pub fn controller_key(dependent: &Value, owner_kind: &str) -> Option<ObjKey> {
+    let r = super::obj::controller_ref(dependent).filter(|r| r["kind"] == owner_kind)?;
+    Some(ObjKey::new(
+        super::obj::namespace(dependent),
+        r["name"].as_str()?,
+    ))
+}
+
 /// How often informers re-deliver every object ([`Runtime::start`]).
 pub const RESYNC: Duration = Duration::from_secs(10);
 
@@ -538,6 +547,23 @@ impl Runtime {
     /// The informer of `kind`, if the runtime has one.
     pub fn try_informer(&self, kind: Kind) -> Option<&Arc<Informer>> {
         self.informers.get(&kind)
+    }
+
+    /// Queues, on every change of a `dependent` object, the key of its
+    /// controlling owner when that owner is an `owner_kind` (a Job's Pods wake
+    /// the Job, a CronJob's Jobs the CronJob).
+    pub fn enqueue_controllers_of(
+        &self,
+        dependent: Kind,
+        owner_kind: &'static str,
+        queue: &Arc<Queue>,
+    ) {
+        let q = queue.clone();
+        self.informer(dependent).on_change(move |c| {
+            if let Some(key) = controller_key(&c.new, owner_kind) {
+                q.add(key);
+            }
+        });
     }
 
     /// A new named work queue.

@@ -46,14 +46,7 @@ impl StatefulSetController {
         let q = queue.clone();
         rt.informer(kinds::STATEFUL_SET)
             .on_change(move |c| q.add(ObjKey::of(&c.new)));
-        let q = queue.clone();
-        rt.informer(kinds::POD).on_change(move |c| {
-            if let Some(r) = obj::controller_ref(&c.new).filter(|r| r["kind"] == "StatefulSet")
-                && let Some(n) = r["name"].as_str()
-            {
-                q.add(ObjKey::new(obj::namespace(&c.new), n));
-            }
-        });
+        rt.enqueue_controllers_of(kinds::POD, "StatefulSet", &queue);
         Registration {
             name: "statefulset",
             queue,
