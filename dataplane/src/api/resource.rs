@@ -750,11 +750,11 @@ fn decode_continue(token: &str) -> Result<Continue, ApiError> {
 }
 
 /// Five characters from upstream's alphabet for `generateName`.
-fn random_suffix() -> String {
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+pub(crate) fn random_suffix() -> String {
+    use crate::controllers::client::NAME_ALPHABET;
     let bytes = uuid::Uuid::new_v4().into_bytes();
     bytes[..5]
         .iter()
-        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .map(|b| NAME_ALPHABET[*b as usize % NAME_ALPHABET.len()] as char)
         .collect()
 }

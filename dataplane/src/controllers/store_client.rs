@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use super::client::{
-    BoxFuture, Client, ClientError, DeleteOptions, EventType, Kind, NAME_ALPHABET, Propagation,
-    Result, WatchEvent, WatchStream,
+    BoxFuture, Client, ClientError, DeleteOptions, EventType, Kind, Propagation, Result,
+    WatchEvent, WatchStream,
 };
 use super::selector::Selector;
 use crate::error::ApiError;
@@ -64,15 +64,6 @@ fn client_error(e: ApiError) -> ClientError {
     }
 }
 
-fn generated_name(prefix: &str, attempt: u32) -> String {
-    let seed = uuid::Uuid::new_v4().into_bytes();
-    let suffix: String = seed[..5]
-        .iter()
-        .map(|b| NAME_ALPHABET[(*b as usize + attempt as usize) % NAME_ALPHABET.len()] as char)
-        .collect();
-    format!("{prefix}{suffix}")
-}
-
 impl StoreClient {
     fn get_now(&self, kind: Kind, namespace: &str, name: &str) -> Result<Value> {
         let key = key(kind, namespace, name);
@@ -101,8 +92,8 @@ impl StoreClient {
             ));
         }
         // As upstream: a generated name that collides is retried.
-        for attempt in 0..8 {
-            let name = generated_name(&prefix, attempt);
+        for _ in 0..8 {
+            let name = format!("{prefix}{}", crate::api::resource::random_suffix());
             object["metadata"]["name"] = json!(name);
             match self
                 .store
