@@ -171,7 +171,7 @@ pub async fn dispatch(
         Operation::Create => h.create(request::decode_object(ct, &body)?),
         Operation::Update => h.update(request::decode_object(ct, &body)?),
         Operation::Patch(kind) => h.patch(kind, &body),
-        Operation::Delete => h.delete(&body),
+        Operation::Delete => h.delete(ct, &body),
         Operation::DeleteCollection => h.delete_collection(),
         Operation::GetSubresource(sub) => h.get_sub(sub),
         Operation::UpdateSubresource(sub) => h.update_sub(sub, request::decode_object(ct, &body)?),
@@ -556,12 +556,14 @@ impl Handler<'_> {
         self.respond(code, &object)
     }
 
-    fn delete(&self, body: &[u8]) -> Result<HttpResponse, ApiError> {
+    fn delete(&self, content_type: &str, body: &[u8]) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
         let mut pre = Preconditions::default();
         let mut dry_run = self.params.get("dryRun").is_some();
         if !body.iter().all(u8::is_ascii_whitespace) {
-            let opts = request::decode_json(body)?;
+            // client-go's typed clients (helm's release storage) send
+            // DeleteOptions as protobuf.
+            let opts = request::decode_object(content_type, body)?;
             let p = &opts["preconditions"];
             pre.uid = p["uid"].as_str().map(str::to_owned);
             pre.resource_version = p["resourceVersion"].as_str().map(str::to_owned);
