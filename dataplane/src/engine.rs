@@ -11,6 +11,7 @@ use crate::api;
 use crate::authz::{self, Mode};
 use crate::controllers::store_client::StoreClient;
 use crate::controllers::{ControllerConfig, Controllers};
+use crate::network::{self, ClusterNetwork};
 use crate::nodes;
 use crate::resources::ResourceRegistry;
 use crate::store::{MemoryStore, Store, StoreLimits};
@@ -29,6 +30,7 @@ pub struct Engine {
     resources: Arc<ResourceRegistry>,
     stores: Arc<DashMap<String, Arc<dyn Store>>>,
     controllers: Arc<DashMap<String, Controllers>>,
+    networks: Arc<DashMap<String, Arc<ClusterNetwork>>>,
     authorization: Mode,
 }
 
@@ -55,6 +57,7 @@ impl Engine {
             resources: Arc::new(ResourceRegistry::builtin()),
             stores: Arc::new(DashMap::new()),
             controllers: Arc::new(DashMap::new()),
+            networks: Arc::new(DashMap::new()),
             authorization: Mode::default(),
         }
     }
@@ -106,10 +109,22 @@ impl Engine {
             .value()
             .clone();
         nodes::reconcile(store.as_ref(), record);
+        let net = self
+            .networks
+            .entry(record.id.clone())
+            .or_insert_with(|| Arc::new(ClusterNetwork::for_record(record)))
+            .value()
+            .clone();
+        network::apiserver::reconcile(store.as_ref(), record, &net);
         if created {
             self.start_controllers(record, store.clone());
         }
         store
+    }
+
+    /// The networking of a served cluster (service CIDR, allocators).
+    pub fn network(&self, cluster_id: &str) -> Option<Arc<ClusterNetwork>> {
+        self.networks.get(cluster_id).map(|n| n.value().clone())
     }
 
     /// Starts the cluster's controllers, scheduler and kubelet on its store.
@@ -117,6 +132,7 @@ impl Engine {
         let client = StoreClient::new(store, self.resources.clone());
         let config = ControllerConfig {
             root_ca: Some(Arc::from(record.ca.cert_pem())),
+            network: self.network(&record.id),
             ..ControllerConfig::default()
         };
         let clock = self.registry.clock().clone();
@@ -137,12 +153,16 @@ impl Engine {
     pub fn record_changed(&self, record: &ClusterRecord) {
         if let Some(store) = self.store(&record.id) {
             nodes::reconcile(store.as_ref(), record);
+            if let Some(net) = self.network(&record.id) {
+                network::apiserver::reconcile(store.as_ref(), record, &net);
+            }
         }
     }
 
     /// Forgets a retired cluster's objects.
     pub fn drop_store(&self, cluster_id: &str) {
         self.controllers.remove(cluster_id);
+        self.networks.remove(cluster_id);
         self.stores.remove(cluster_id);
     }
 

@@ -17,6 +17,7 @@
 //! - [`statefulset`], [`daemonset`]: ordinal and per-Node workloads.
 //! - [`job`], [`cronjob`]: batch workloads.
 //! - [`service`]: Service → EndpointSlices and Endpoints of ready Pods.
+//! - [`loadbalancer`]: `type: LoadBalancer` status in the cloud's shape.
 //! - [`gc`]: garbage collection by ownerReferences; [`namespace`]: Namespace
 //!   lifecycle.
 
@@ -28,6 +29,7 @@ pub mod events;
 pub mod gc;
 pub mod job;
 pub mod kubelet;
+pub mod loadbalancer;
 pub mod namespace;
 pub mod obj;
 pub mod replicaset;
@@ -44,6 +46,8 @@ use std::sync::Arc;
 
 use kemu_shared::SharedClock;
 
+use crate::network::ClusterNetwork;
+
 pub use client::{Client, ClientError, Kind, MemClient, kinds};
 pub use kubelet::KubeletConfig;
 pub use runtime::Runtime;
@@ -57,6 +61,8 @@ pub struct ControllerConfig {
     pub workers: usize,
     /// The cluster CA (PEM), published in every namespace as `kube-root-ca.crt`.
     pub root_ca: Option<Arc<str>>,
+    /// The cluster's networking (load balancer style), when known.
+    pub network: Option<Arc<ClusterNetwork>>,
 }
 
 impl Default for ControllerConfig {
@@ -65,6 +71,7 @@ impl Default for ControllerConfig {
             kubelet: KubeletConfig::default(),
             workers: 1,
             root_ca: None,
+            network: None,
         }
     }
 }
@@ -109,6 +116,13 @@ impl Controllers {
             service::EndpointSliceController::register(&rt),
             namespace::NamespaceController::register(&rt, config.root_ca.clone()),
         ];
+        if let Some(net) = &config.network {
+            regs.push(loadbalancer::LoadBalancerController::register(
+                &rt,
+                recorder.clone(),
+                net.load_balancer.clone(),
+            ));
+        }
         regs.extend(gc::GarbageCollector::register(&rt));
         rt.start(regs, config.workers);
         Self { runtime: rt }
