@@ -115,11 +115,18 @@ impl Engine {
             .or_insert_with(|| Arc::new(ClusterNetwork::for_record(record)))
             .value()
             .clone();
-        network::apiserver::reconcile(store.as_ref(), record, &net);
+        network::apiserver::reconcile(store.as_ref(), network::apiserver::listener(record), &net);
         if created {
             self.start_controllers(record, store.clone());
         }
         store
+    }
+
+    /// Points the cluster's `kubernetes` Service at its bound listener.
+    pub fn listener_bound(&self, cluster_id: &str, host: &str, port: u16) {
+        if let (Some(store), Some(net)) = (self.store(cluster_id), self.network(cluster_id)) {
+            network::apiserver::reconcile(store.as_ref(), Some((host, port)), &net);
+        }
     }
 
     /// The networking of a served cluster (service CIDR, allocators).
@@ -154,7 +161,8 @@ impl Engine {
         if let Some(store) = self.store(&record.id) {
             nodes::reconcile(store.as_ref(), record);
             if let Some(net) = self.network(&record.id) {
-                network::apiserver::reconcile(store.as_ref(), record, &net);
+                let listener = network::apiserver::listener(record);
+                network::apiserver::reconcile(store.as_ref(), listener, &net);
             }
         }
     }

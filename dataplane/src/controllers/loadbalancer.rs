@@ -26,7 +26,11 @@ pub struct LoadBalancerController {
 
 impl LoadBalancerController {
     /// Wires the controller to the Service informer.
-    pub fn register(rt: &Arc<Runtime>, recorder: Recorder, style: LoadBalancerStyle) -> Registration {
+    pub fn register(
+        rt: &Arc<Runtime>,
+        recorder: Recorder,
+        style: LoadBalancerStyle,
+    ) -> Registration {
         let queue = rt.queue("service-lb");
         let q = queue.clone();
         rt.informer(kinds::SERVICE).on_change(move |c| {
@@ -49,7 +53,14 @@ impl LoadBalancerController {
 
     async fn event(&self, svc: &Value, reason: &str, message: &str) {
         self.recorder
-            .record(COMPONENT, None, svc, EventKind::Normal, reason, message.to_owned())
+            .record(
+                COMPONENT,
+                None,
+                svc,
+                EventKind::Normal,
+                reason,
+                message.to_owned(),
+            )
             .await;
     }
 

@@ -246,7 +246,9 @@ impl Session<'_> {
         let p = u16::try_from(port)
             .ok()
             .filter(|p| range.contains(p))
-            .ok_or_else(|| AllocError::PortNotInRange(format!("{}-{}", range.start(), range.end())))?;
+            .ok_or_else(|| {
+                AllocError::PortNotInRange(format!("{}-{}", range.start(), range.end()))
+            })?;
         if !self.taken_ports.insert(p) {
             return Err(AllocError::Allocated("port"));
         }

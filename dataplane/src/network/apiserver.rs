@@ -35,9 +35,18 @@ fn upsert(store: &dyn Store, resource: &str, object: Value, fields: &[&str]) {
     }
 }
 
+/// Where a cluster's API listener is, once it is bound: the record's
+/// `serving`, or what the listener just bound (the record learns it after).
+pub fn listener(record: &ClusterRecord) -> Option<(&str, u16)> {
+    match &record.serving {
+        Serving::Live { host, port } => Some((host, *port)),
+        _ => None,
+    }
+}
+
 /// Creates the `kubernetes` Service if missing and points its Endpoints and
-/// EndpointSlice at the listener once `record` is served.
-pub fn reconcile(store: &dyn Store, record: &ClusterRecord, network: &ClusterNetwork) {
+/// EndpointSlice at `listener` (host, port) once the cluster is served.
+pub fn reconcile(store: &dyn Store, listener: Option<(&str, u16)>, network: &ClusterNetwork) {
     let ip = network.allocator.cidr().nth(0).to_string();
     let labels = json!({"component": "apiserver", "provider": "kubernetes"});
     let key = ObjectKey::new("services", NAMESPACE, NAME);
@@ -59,7 +68,7 @@ pub fn reconcile(store: &dyn Store, record: &ClusterRecord, network: &ClusterNet
             tracing::warn!(error = %e, "kubernetes service not stored");
         }
     }
-    let Serving::Live { host, port } = &record.serving else {
+    let Some((host, port)) = listener else {
         return;
     };
     // Endpoints carry IPs; a listener advertised by name is reached on loopback.

@@ -71,6 +71,9 @@ mod tests {
         assert_eq!(c.index_of(Ipv4Addr::new(10, 100, 0, 0)), None);
         assert_eq!(c.index_of(Ipv4Addr::new(10, 100, 255, 255)), None);
         assert_eq!(c.index_of(Ipv4Addr::new(10, 101, 0, 1)), None);
-        assert_eq!(Cidr::parse("34.118.224.0/20").unwrap().to_string(), "34.118.224.0/20");
+        assert_eq!(
+            Cidr::parse("34.118.224.0/20").unwrap().to_string(),
+            "34.118.224.0/20"
+        );
     }
 }

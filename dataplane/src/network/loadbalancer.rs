@@ -161,7 +161,10 @@ mod tests {
             classic.starts_with("a0d9c3c5e61a04b8e9a4e2f3b1c0d9e8-"),
             "{classic}"
         );
-        assert!(classic.ends_with(".eu-west-1.elb.amazonaws.com"), "{classic}");
+        assert!(
+            classic.ends_with(".eu-west-1.elb.amazonaws.com"),
+            "{classic}"
+        );
         let nlb = style.ingress(&svc(json!({AWS_TYPE: "nlb"})))[0]["hostname"]
             .as_str()
             .unwrap()
@@ -181,8 +184,9 @@ mod tests {
         assert_eq!(gcp[0]["ipMode"], "VIP");
         let az = LoadBalancerStyle::Azure.ingress(&svc(json!({AZURE_INTERNAL: "true"})));
         assert!(az[0]["ip"].as_str().unwrap().starts_with("10.224."), "{az}");
-        assert!(!LoadBalancerStyle::Gcp.handles(
-            &json!({"spec": {"loadBalancerClass": "example.com/lb"}})
-        ));
+        assert!(
+            !LoadBalancerStyle::Gcp
+                .handles(&json!({"spec": {"loadBalancerClass": "example.com/lb"}}))
+        );
     }
 }

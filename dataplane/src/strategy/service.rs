@@ -202,9 +202,9 @@ fn allocate_ip(
             set_ip(spec, ip);
         }
         None => {
-            let ip = sess.next_ip().map_err(|e| {
-                ApiError::Internal(format!("failed to allocate a serviceIP: {e}"))
-            })?;
+            let ip = sess
+                .next_ip()
+                .map_err(|e| ApiError::Internal(format!("failed to allocate a serviceIP: {e}")))?;
             set_ip(spec, &ip.to_string());
         }
     }
@@ -253,15 +253,12 @@ fn allocate_node_ports(
     if needs_hc {
         match spec["healthCheckNodePort"].as_i64().filter(|n| *n != 0) {
             Some(n) => {
-                sess.claim_port(n).map_err(|e| {
-                    port_error(rt, name, "spec.healthCheckNodePort".into(), n, e)
-                })?;
+                sess.claim_port(n)
+                    .map_err(|e| port_error(rt, name, "spec.healthCheckNodePort".into(), n, e))?;
             }
             None => {
                 let n = sess.next_port("health").map_err(|e| {
-                    ApiError::Internal(format!(
-                        "failed to allocate a healthCheck nodePort: {e}"
-                    ))
+                    ApiError::Internal(format!("failed to allocate a healthCheck nodePort: {e}"))
                 })?;
                 spec["healthCheckNodePort"] = json!(n);
             }
@@ -414,8 +411,16 @@ mod tests {
         (store, net, rt)
     }
 
-    fn create(store: &MemoryStore, net: &ClusterNetwork, rt: &ResourceType, mut svc: Value) -> Result<Value, ApiError> {
-        let ctx = Context { store, network: Some(net) };
+    fn create(
+        store: &MemoryStore,
+        net: &ClusterNetwork,
+        rt: &ResourceType,
+        mut svc: Value,
+    ) -> Result<Value, ApiError> {
+        let ctx = Context {
+            store,
+            network: Some(net),
+        };
         let name = svc["metadata"]["name"].as_str().unwrap().to_owned();
         ServiceStrategy.prepare_create(&ctx, rt, &name, &mut svc)?;
         store.create(&ObjectKey::new("services", "default", &name), svc.clone())?;
@@ -429,7 +434,13 @@ mod tests {
     #[test]
     fn create_allocates_and_defaults() {
         let (store, net, rt) = setup();
-        let s = create(&store, &net, &rt, svc("web", json!({"type": "NodePort", "ports": [{"port": 80}]}))).unwrap();
+        let s = create(
+            &store,
+            &net,
+            &rt,
+            svc("web", json!({"type": "NodePort", "ports": [{"port": 80}]})),
+        )
+        .unwrap();
         let ip = s["spec"]["clusterIP"].as_str().unwrap();
         assert!(ip.starts_with("10.100."), "{ip}");
         assert_eq!(s["spec"]["clusterIPs"], json!([ip]));
@@ -439,18 +450,48 @@ mod tests {
         let np = s["spec"]["ports"][0]["nodePort"].as_i64().unwrap();
         assert!((30000..=32767).contains(&np));
         // The same node port again is refused as upstream refuses it.
-        let err = create(&store, &net, &rt, svc("dup", json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": np}]}))).unwrap_err();
+        let err = create(
+            &store,
+            &net,
+            &rt,
+            svc(
+                "dup",
+                json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": np}]}),
+            ),
+        )
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
-            format!("Service \"dup\" is invalid: spec.ports[0].nodePort: Invalid value: {np}: provided port is already allocated")
+            format!(
+                "Service \"dup\" is invalid: spec.ports[0].nodePort: Invalid value: {np}: provided port is already allocated"
+            )
         );
-        let err = create(&store, &net, &rt, svc("ip", json!({"clusterIP": ip, "ports": [{"port": 80}]}))).unwrap_err();
+        let err = create(
+            &store,
+            &net,
+            &rt,
+            svc("ip", json!({"clusterIP": ip, "ports": [{"port": 80}]})),
+        )
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
-            format!("Service \"ip\" is invalid: spec.clusterIPs: Invalid value: []string{{\"{ip}\"}}: failed to allocate IP {ip}: provided IP is already allocated")
+            format!(
+                "Service \"ip\" is invalid: spec.clusterIPs: Invalid value: []string{{\"{ip}\"}}: failed to allocate IP {ip}: provided IP is already allocated"
+            )
         );
-        let err = create(&store, &net, &rt, svc("cip", json!({"ports": [{"port": 80, "nodePort": 30001}]}))).unwrap_err();
-        assert!(err.to_string().contains("spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"), "{err}");
+        let err = create(
+            &store,
+            &net,
+            &rt,
+            svc("cip", json!({"ports": [{"port": 80, "nodePort": 30001}]})),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains(
+                "spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"
+            ),
+            "{err}"
+        );
         let h = create(&store, &net, &rt, svc("h", json!({"clusterIP": "None"}))).unwrap();
         assert_eq!(h["spec"]["clusterIPs"], json!(["None"]));
     }
@@ -458,19 +499,51 @@ mod tests {
     #[test]
     fn update_keeps_allocations_and_refuses_a_new_ip() {
         let (store, net, rt) = setup();
-        let old = create(&store, &net, &rt, svc("web", json!({"type": "NodePort", "ports": [{"port": 80}]}))).unwrap();
-        let ctx = Context { store: &store, network: Some(&net) };
+        let old = create(
+            &store,
+            &net,
+            &rt,
+            svc("web", json!({"type": "NodePort", "ports": [{"port": 80}]})),
+        )
+        .unwrap();
+        let ctx = Context {
+            store: &store,
+            network: Some(&net),
+        };
         let mut new = svc("web", json!({"type": "NodePort", "ports": [{"port": 80}]}));
-        ServiceStrategy.prepare_update(&ctx, &rt, &old, &mut new).unwrap();
+        ServiceStrategy
+            .prepare_update(&ctx, &rt, &old, &mut new)
+            .unwrap();
         assert_eq!(new["spec"]["clusterIP"], old["spec"]["clusterIP"]);
-        assert_eq!(new["spec"]["ports"][0]["nodePort"], old["spec"]["ports"][0]["nodePort"]);
-        let mut moved = svc("web", json!({"clusterIP": "10.100.9.9", "ports": [{"port": 80}]}));
-        let err = ServiceStrategy.prepare_update(&ctx, &rt, &old, &mut moved).unwrap_err();
-        assert!(err.to_string().contains("spec.clusterIPs[0]: Invalid value: \"10.100.9.9\": may not change once set"), "{err}");
+        assert_eq!(
+            new["spec"]["ports"][0]["nodePort"],
+            old["spec"]["ports"][0]["nodePort"]
+        );
+        let mut moved = svc(
+            "web",
+            json!({"clusterIP": "10.100.9.9", "ports": [{"port": 80}]}),
+        );
+        let err = ServiceStrategy
+            .prepare_update(&ctx, &rt, &old, &mut moved)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains(
+                "spec.clusterIPs[0]: Invalid value: \"10.100.9.9\": may not change once set"
+            ),
+            "{err}"
+        );
         // NodePort → LoadBalancer keeps the port and adds nothing else.
-        let mut lb = svc("web", json!({"type": "LoadBalancer", "ports": [{"port": 80}]}));
-        ServiceStrategy.prepare_update(&ctx, &rt, &old, &mut lb).unwrap();
-        assert_eq!(lb["spec"]["ports"][0]["nodePort"], old["spec"]["ports"][0]["nodePort"]);
+        let mut lb = svc(
+            "web",
+            json!({"type": "LoadBalancer", "ports": [{"port": 80}]}),
+        );
+        ServiceStrategy
+            .prepare_update(&ctx, &rt, &old, &mut lb)
+            .unwrap();
+        assert_eq!(
+            lb["spec"]["ports"][0]["nodePort"],
+            old["spec"]["ports"][0]["nodePort"]
+        );
         assert_eq!(lb["spec"]["allocateLoadBalancerNodePorts"], true);
     }
 }
