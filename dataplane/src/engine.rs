@@ -15,6 +15,7 @@ use crate::network::{self, ClusterNetwork};
 use crate::nodes;
 use crate::resources::ResourceRegistry;
 use crate::store::{MemoryStore, Store, StoreLimits};
+use crate::volumes::{self, Provisioner};
 
 /// Which cluster a listener serves; set as app data on each listener.
 #[derive(Debug, Clone)]
@@ -117,6 +118,7 @@ impl Engine {
             .clone();
         network::apiserver::reconcile(store.as_ref(), network::apiserver::listener(record), &net);
         if created {
+            volumes::classes::seed(store.as_ref(), record);
             self.start_controllers(record, store.clone());
         }
         store
@@ -140,6 +142,7 @@ impl Engine {
         let config = ControllerConfig {
             root_ca: Some(Arc::from(record.ca.cert_pem())),
             network: self.network(&record.id),
+            provisioner: Provisioner::new(record.scope.clone(), &record.name),
             ..ControllerConfig::default()
         };
         let clock = self.registry.clock().clone();

@@ -12,6 +12,7 @@
 //! - [`nodes`]: the Node objects of each cluster's node pools.
 //! - [`network`]: service CIDRs, ClusterIP/NodePort allocation, the
 //!   `kubernetes` Service, load balancer ingress per cloud.
+//! - [`volumes`]: each cloud's StorageClasses and provisioned volume shapes.
 //! - [`strategy`]: per-kind create/update hooks the generic handlers call.
 //! - [`controllers`]: the controllers, scheduler and simulated kubelet of a
 //!   cluster, behind a narrow client trait the store implements.
@@ -34,6 +35,7 @@ pub mod nodes;
 pub mod resources;
 pub mod store;
 pub mod strategy;
+pub mod volumes;
 
 pub use engine::Engine;
 pub use error::ApiError;

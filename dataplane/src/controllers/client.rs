@@ -141,6 +141,16 @@ pub mod kinds {
         true,
         true,
     );
+    /// core/v1 PersistentVolume.
+    pub const PV: Kind = k("v1", "PersistentVolume", "persistentvolumes", false, true);
+    /// storage.k8s.io/v1 StorageClass.
+    pub const STORAGE_CLASS: Kind = k(
+        "storage.k8s.io/v1",
+        "StorageClass",
+        "storageclasses",
+        false,
+        false,
+    );
     /// batch/v1 Job.
     pub const JOB: Kind = k("batch/v1", "Job", "jobs", true, true);
     /// batch/v1 CronJob.

@@ -18,6 +18,8 @@
 //! - [`job`], [`cronjob`]: batch workloads.
 //! - [`service`]: Service → EndpointSlices and Endpoints of ready Pods.
 //! - [`loadbalancer`]: `type: LoadBalancer` status in the cloud's shape.
+//! - [`volume`]: PersistentVolume binding, provisioning and reclaim;
+//!   [`volume_binding`]: the scheduler's view of a Pod's claims.
 //! - [`gc`]: garbage collection by ownerReferences; [`namespace`]: Namespace
 //!   lifecycle.
 
@@ -41,12 +43,15 @@ pub mod statefulset;
 pub mod store_client;
 #[cfg(test)]
 mod tests;
+pub mod volume;
+pub mod volume_binding;
 
 use std::sync::Arc;
 
 use kemu_shared::SharedClock;
 
 use crate::network::ClusterNetwork;
+use crate::volumes::Provisioner;
 
 pub use client::{Client, ClientError, Kind, MemClient, kinds};
 pub use kubelet::KubeletConfig;
@@ -63,6 +68,8 @@ pub struct ControllerConfig {
     pub root_ca: Option<Arc<str>>,
     /// The cluster's networking (load balancer style), when known.
     pub network: Option<Arc<ClusterNetwork>>,
+    /// How provisioned volumes are named in the cluster's cloud.
+    pub provisioner: Provisioner,
 }
 
 impl Default for ControllerConfig {
@@ -72,12 +79,13 @@ impl Default for ControllerConfig {
             workers: 1,
             root_ca: None,
             network: None,
+            provisioner: Provisioner::generic(),
         }
     }
 }
 
 /// Every kind the built-in controllers watch.
-pub const WATCHED: [Kind; 12] = [
+pub const WATCHED: [Kind; 15] = [
     kinds::POD,
     kinds::NODE,
     kinds::NAMESPACE,
@@ -90,6 +98,9 @@ pub const WATCHED: [Kind; 12] = [
     kinds::SERVICE_ACCOUNT,
     kinds::SERVICE,
     kinds::ENDPOINT_SLICE,
+    kinds::PVC,
+    kinds::PV,
+    kinds::STORAGE_CLASS,
 ];
 
 /// The running controllers of one cluster; dropping it stops them.
@@ -123,6 +134,11 @@ impl Controllers {
                 net.load_balancer.clone(),
             ));
         }
+        regs.push(volume::VolumeController::register(
+            &rt,
+            recorder.clone(),
+            config.provisioner.clone(),
+        ));
         regs.extend(gc::GarbageCollector::register(&rt));
         rt.start(regs, config.workers);
         Self { runtime: rt }
