@@ -151,6 +151,8 @@ pub mod kinds {
         false,
         false,
     );
+    /// coordination.k8s.io/v1 Lease.
+    pub const LEASE: Kind = k("coordination.k8s.io/v1", "Lease", "leases", true, false);
     /// batch/v1 Job.
     pub const JOB: Kind = k("batch/v1", "Job", "jobs", true, true);
     /// batch/v1 CronJob.

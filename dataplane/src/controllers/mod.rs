@@ -13,7 +13,8 @@
 //! - [`events`]: core/v1 Events with upstream reasons.
 //! - [`deployment`], [`replicaset`]: Deployment → ReplicaSet → Pod.
 //! - [`scheduler`]: binds Pods to Nodes.
-//! - [`kubelet`]: the simulated kubelet (Pod phases, conditions, failures).
+//! - [`kubelet`]: the simulated kubelet (Pod phases, conditions, failures);
+//!   [`heartbeat`]: its Node Lease renewals and status heartbeats.
 //! - [`statefulset`], [`daemonset`]: ordinal and per-Node workloads.
 //! - [`job`], [`cronjob`]: batch workloads.
 //! - [`service`]: Service → EndpointSlices and Endpoints of ready Pods.
@@ -29,6 +30,7 @@ pub mod daemonset;
 pub mod deployment;
 pub mod events;
 pub mod gc;
+pub mod heartbeat;
 pub mod job;
 pub mod kubelet;
 pub mod loadbalancer;
@@ -120,6 +122,7 @@ impl Controllers {
             replicaset::ReplicaSetController::register(&rt, recorder.clone()),
             scheduler::Scheduler::register(&rt, recorder.clone()),
             kubelet::Kubelet::register(&rt, recorder.clone(), config.kubelet),
+            heartbeat::Heartbeat::register(&rt),
             statefulset::StatefulSetController::register(&rt, recorder.clone()),
             daemonset::DaemonSetController::register(&rt, recorder.clone()),
             job::JobController::register(&rt, recorder.clone()),

@@ -994,3 +994,64 @@ async fn deployment_becomes_available_on_the_system_clock() {
     let done = tokio::time::timeout(Duration::from_secs(60), available).await;
     assert_eq!(done, Ok(true));
 }
+
+#[tokio::test]
+async fn nodes_renew_leases_and_report_heartbeats_on_the_clock() {
+    let c = Cluster::new(Duration::ZERO).await;
+    c.node("node-a", "8", json!({}), json!([])).await;
+    let lease = c.get(kinds::LEASE, "kube-node-lease", "node-a").await;
+    assert_eq!(lease["spec"]["holderIdentity"], "node-a");
+    assert_eq!(lease["spec"]["leaseDurationSeconds"], 40);
+    assert_eq!(lease["metadata"]["ownerReferences"][0]["kind"], "Node");
+    let first = lease["spec"]["renewTime"].as_str().unwrap().to_owned();
+    let node = c.get(kinds::NODE, "", "node-a").await;
+    let hb = obj::condition(&node, "Ready").unwrap()["lastHeartbeatTime"].clone();
+    assert!(hb.is_string(), "{node}");
+
+    c.advance(10).await;
+    let renewed = c.get(kinds::LEASE, "kube-node-lease", "node-a").await;
+    assert_ne!(renewed["spec"]["renewTime"].as_str().unwrap(), first);
+    // The status heartbeat waits for the report frequency.
+    let node = c.get(kinds::NODE, "", "node-a").await;
+    assert_eq!(
+        obj::condition(&node, "Ready").unwrap()["lastHeartbeatTime"],
+        hb
+    );
+    c.advance(300).await;
+    let node = c.get(kinds::NODE, "", "node-a").await;
+    assert_ne!(
+        obj::condition(&node, "Ready").unwrap()["lastHeartbeatTime"],
+        hb
+    );
+
+    // The first Pod on a Node pulls its image; the next finds it present.
+    for name in ["p1", "p2"] {
+        c.create(
+            kinds::POD,
+            json!({"metadata": {"name": name, "namespace": "default"},
+                   "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}),
+        )
+        .await;
+    }
+    assert_eq!(c.events("Pulling"), ["Pulling image \"nginx:1.27\""]);
+    let pulled = c.events("Pulled");
+    assert_eq!(pulled.len(), 2);
+    assert!(
+        pulled
+            .iter()
+            .any(|m| m.contains("already present on machine")),
+        "{pulled:?}"
+    );
+
+    c.client
+        .delete(kinds::NODE, "", "node-a", DeleteOptions::default())
+        .await
+        .unwrap();
+    c.settle().await;
+    assert!(
+        c.client
+            .get(kinds::LEASE, "kube-node-lease", "node-a")
+            .await
+            .is_err()
+    );
+}
