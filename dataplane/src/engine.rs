@@ -11,9 +11,11 @@ use crate::api;
 use crate::authz::{self, Mode};
 use crate::controllers::store_client::StoreClient;
 use crate::controllers::{ControllerConfig, Controllers};
+use crate::network::{self, ClusterNetwork};
 use crate::nodes;
 use crate::resources::ResourceRegistry;
 use crate::store::{MemoryStore, Store, StoreLimits};
+use crate::volumes::{self, Provisioner};
 
 /// Which cluster a listener serves; set as app data on each listener.
 #[derive(Debug, Clone)]
@@ -29,6 +31,7 @@ pub struct Engine {
     resources: Arc<ResourceRegistry>,
     stores: Arc<DashMap<String, Arc<dyn Store>>>,
     controllers: Arc<DashMap<String, Controllers>>,
+    networks: Arc<DashMap<String, Arc<ClusterNetwork>>>,
     authorization: Mode,
 }
 
@@ -55,6 +58,7 @@ impl Engine {
             resources: Arc::new(ResourceRegistry::builtin()),
             stores: Arc::new(DashMap::new()),
             controllers: Arc::new(DashMap::new()),
+            networks: Arc::new(DashMap::new()),
             authorization: Mode::default(),
         }
     }
@@ -106,10 +110,30 @@ impl Engine {
             .value()
             .clone();
         nodes::reconcile(store.as_ref(), record);
+        let net = self
+            .networks
+            .entry(record.id.clone())
+            .or_insert_with(|| Arc::new(ClusterNetwork::for_record(record)))
+            .value()
+            .clone();
+        network::apiserver::reconcile(store.as_ref(), network::apiserver::listener(record), &net);
         if created {
+            volumes::classes::seed(store.as_ref(), record);
             self.start_controllers(record, store.clone());
         }
         store
+    }
+
+    /// Points the cluster's `kubernetes` Service at its bound listener.
+    pub fn listener_bound(&self, cluster_id: &str, host: &str, port: u16) {
+        if let (Some(store), Some(net)) = (self.store(cluster_id), self.network(cluster_id)) {
+            network::apiserver::reconcile(store.as_ref(), Some((host, port)), &net);
+        }
+    }
+
+    /// The networking of a served cluster (service CIDR, allocators).
+    pub fn network(&self, cluster_id: &str) -> Option<Arc<ClusterNetwork>> {
+        self.networks.get(cluster_id).map(|n| n.value().clone())
     }
 
     /// Starts the cluster's controllers, scheduler and kubelet on its store.
@@ -117,6 +141,8 @@ impl Engine {
         let client = StoreClient::new(store, self.resources.clone());
         let config = ControllerConfig {
             root_ca: Some(Arc::from(record.ca.cert_pem())),
+            network: self.network(&record.id),
+            provisioner: Provisioner::new(record.scope.clone(), &record.name),
             ..ControllerConfig::default()
         };
         let clock = self.registry.clock().clone();
@@ -137,12 +163,17 @@ impl Engine {
     pub fn record_changed(&self, record: &ClusterRecord) {
         if let Some(store) = self.store(&record.id) {
             nodes::reconcile(store.as_ref(), record);
+            if let Some(net) = self.network(&record.id) {
+                let listener = network::apiserver::listener(record);
+                network::apiserver::reconcile(store.as_ref(), listener, &net);
+            }
         }
     }
 
     /// Forgets a retired cluster's objects.
     pub fn drop_store(&self, cluster_id: &str) {
         self.controllers.remove(cluster_id);
+        self.networks.remove(cluster_id);
         self.stores.remove(cluster_id);
     }
 

@@ -10,6 +10,10 @@
 //! - [`resources`]: the resource registry: every type served, with its metadata.
 //! - [`store`]: the versioned object store of each cluster, behind a trait.
 //! - [`nodes`]: the Node objects of each cluster's node pools.
+//! - [`network`]: service CIDRs, ClusterIP/NodePort allocation, the
+//!   `kubernetes` Service, load balancer ingress per cloud.
+//! - [`volumes`]: each cloud's StorageClasses and provisioned volume shapes.
+//! - [`strategy`]: per-kind create/update hooks the generic handlers call.
 //! - [`controllers`]: the controllers, scheduler and simulated kubelet of a
 //!   cluster, behind a narrow client trait the store implements.
 //! - [`auth`]: who the caller is (client certificate, cloud token, anonymous).
@@ -26,9 +30,12 @@ pub mod engine;
 pub mod error;
 pub mod identity;
 pub mod listener;
+pub mod network;
 pub mod nodes;
 pub mod resources;
 pub mod store;
+pub mod strategy;
+pub mod volumes;
 
 pub use engine::Engine;
 pub use error::ApiError;

@@ -173,6 +173,7 @@ impl DataPlaneHook for DataPlane {
             })
             .map_err(|_| DataPlaneError::Stopped.to_string())?;
         self.inner.ports.lock().insert(record.id.clone(), port);
+        self.inner.engine.listener_bound(&record.id, &host, port);
         tracing::info!(cluster = %record.name, port, "cluster listener serving");
         Ok((host, port))
     }

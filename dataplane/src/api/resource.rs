@@ -23,6 +23,7 @@ use crate::engine::{ClusterContext, Engine};
 use crate::error::ApiError;
 use crate::resources::ResourceType;
 use crate::store::{DryRun, ObjectKey, Preconditions, Snapshot, Store, WatchFrom};
+use crate::strategy;
 
 /// One variant per operation the generic handler serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +148,7 @@ pub async fn dispatch(
         .unwrap_or_default();
     let h = Handler {
         engine: &engine,
+        network: engine.network(&cluster.id),
         user,
         store,
         scope,
@@ -181,6 +183,8 @@ pub async fn dispatch(
 
 struct Handler<'a> {
     engine: &'a Engine,
+    /// The cluster's networking, for the kinds' strategies.
+    network: Option<Arc<crate::network::ClusterNetwork>>,
     /// Who the request is served as (after impersonation).
     user: kemu_shared::UserInfo,
     store: Arc<dyn Store>,
@@ -201,6 +205,13 @@ struct Continue {
 impl Handler<'_> {
     fn rt(&self) -> &ResourceType {
         &self.scope.rt
+    }
+
+    fn strategy(&self) -> strategy::Context<'_> {
+        strategy::Context {
+            store: self.store.as_ref(),
+            network: self.network.as_deref(),
+        }
     }
 
     fn key(&self) -> Result<ObjectKey, ApiError> {
@@ -438,6 +449,7 @@ impl Handler<'_> {
             self.scope.namespace.as_deref().unwrap_or_default(),
             &name,
         );
+        strategy::prepare_create(&self.strategy(), rt, &name, &mut body)?;
         let mut named = body.clone();
         named["metadata"]["name"] = json!(name);
         self.check_rbac_write(&named, None)?;
@@ -465,6 +477,7 @@ impl Handler<'_> {
                 m.remove("status");
             }
         }
+        strategy::prepare_update(&self.strategy(), self.rt(), &current, &mut body)?;
         self.check_rbac_write(&body, Some(&current))?;
         let updated = self.store.update(&key, body, &Preconditions::default())?;
         self.respond(StatusCode::OK, &updated)
@@ -484,6 +497,7 @@ impl Handler<'_> {
                     let mut object = object.clone();
                     self.check_body(&mut object)?;
                     validation::check_name(self.rt(), &key.name)?;
+                    strategy::prepare_create(&self.strategy(), self.rt(), &key.name, &mut object)?;
                     self.check_rbac_write(&object, None)?;
                     return Ok((StatusCode::CREATED, self.store.create(key, object)?));
                 }
@@ -492,7 +506,8 @@ impl Handler<'_> {
             let rv = current["metadata"]["resourceVersion"]
                 .as_str()
                 .map(str::to_owned);
-            let changed = change(&current)?;
+            let mut changed = change(&current)?;
+            strategy::prepare_update(&self.strategy(), self.rt(), &current, &mut changed)?;
             self.check_rbac_write(&changed, Some(&current))?;
             let pinned = changed["metadata"]["resourceVersion"]
                 .as_str()

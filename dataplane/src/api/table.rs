@@ -78,7 +78,7 @@ pub fn render(
             json!({
                 "name": c.name,
                 "type": c.ty,
-                "format": if c.cell == "name" { "name" } else { "" },
+                "format": if c.cell == "name" || c.cell == "defaultClassName" { "name" } else { "" },
                 "description": c.description(),
                 "priority": c.priority,
             })
@@ -109,7 +109,7 @@ pub struct Column {
 impl Column {
     fn description(&self) -> String {
         match self.cell.as_str() {
-            "name" => "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names".into(),
+            "name" | "defaultClassName" => "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names".into(),
             "age" => "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata".into(),
             _ => self.name.clone(),
         }
@@ -277,6 +277,22 @@ fn cell(expr: &str, o: &Value, now: DateTime<Utc>) -> Value {
     let (f, arg) = expr.split_once(':').unwrap_or((expr, ""));
     match f {
         "name" => o["metadata"]["name"].clone(),
+        // upstream's StorageClass printer marks the default class.
+        "defaultClassName" => {
+            let a = &o["metadata"]["annotations"];
+            let default = [
+                "storageclass.kubernetes.io/is-default-class",
+                "storageclass.beta.kubernetes.io/is-default-class",
+            ]
+            .iter()
+            .any(|k| a[*k] == "true");
+            let name = o["metadata"]["name"].as_str().unwrap_or_default();
+            json!(if default {
+                format!("{name} (default)")
+            } else {
+                name.to_owned()
+            })
+        }
         "age" => json!(age_of(one(o, ".metadata.creationTimestamp"), now)),
         "createdAt" => o["metadata"]["creationTimestamp"].clone(),
         "ageOf" => match one(o, arg) {

@@ -141,6 +141,18 @@ pub mod kinds {
         true,
         true,
     );
+    /// core/v1 PersistentVolume.
+    pub const PV: Kind = k("v1", "PersistentVolume", "persistentvolumes", false, true);
+    /// storage.k8s.io/v1 StorageClass.
+    pub const STORAGE_CLASS: Kind = k(
+        "storage.k8s.io/v1",
+        "StorageClass",
+        "storageclasses",
+        false,
+        false,
+    );
+    /// coordination.k8s.io/v1 Lease.
+    pub const LEASE: Kind = k("coordination.k8s.io/v1", "Lease", "leases", true, false);
     /// batch/v1 Job.
     pub const JOB: Kind = k("batch/v1", "Job", "jobs", true, true);
     /// batch/v1 CronJob.

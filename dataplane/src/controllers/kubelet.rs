@@ -183,6 +183,8 @@ pub struct Kubelet {
     recorder: Recorder,
     config: KubeletConfig,
     ips: Mutex<HashMap<String, u32>>,
+    // (node, image) pairs already pulled: later Pods find the image present.
+    pulled: Mutex<std::collections::HashSet<(String, String)>>,
 }
 
 impl Kubelet {
@@ -207,6 +209,7 @@ impl Kubelet {
                 recorder,
                 config,
                 ips: Mutex::default(),
+                pulled: Mutex::default(),
             }),
         }
     }
@@ -510,14 +513,49 @@ impl Kubelet {
             let image = cs["image"].as_str().unwrap_or("");
             let started = cs["state"].get("running").is_some();
             if started && (!was_running || restarts > old_restarts) {
-                self.event(
-                    node,
-                    pod,
-                    EventKind::Normal,
-                    "Pulled",
-                    format!("Container image \"{image}\" already present on machine"),
-                )
-                .await;
+                // As the kubelet: a pull the first time a Node needs an image
+                // (and every time for `Always`), else it is present.
+                let spec = pod["spec"]["containers"]
+                    .as_array()
+                    .and_then(|a| a.iter().find(|c| c["name"] == name));
+                let latest = !image.contains(':') || image.ends_with(":latest");
+                let always = match spec.and_then(|c| c["imagePullPolicy"].as_str()) {
+                    Some(p) => p == "Always",
+                    None => latest && !image.contains('@'),
+                };
+                let first = self
+                    .pulled
+                    .lock()
+                    .insert((node.to_owned(), image.to_owned()));
+                if first || always {
+                    self.event(
+                        node,
+                        pod,
+                        EventKind::Normal,
+                        "Pulling",
+                        format!("Pulling image \"{image}\""),
+                    )
+                    .await;
+                    let size =
+                        10_000_000 + u64::from_str_radix(&digest(image)[..6], 16).unwrap_or(0) * 8;
+                    self.event(
+                        node,
+                        pod,
+                        EventKind::Normal,
+                        "Pulled",
+                        format!("Successfully pulled image \"{image}\" in 1.021s (1.021s including waiting). Image size: {size} bytes."),
+                    )
+                    .await;
+                } else {
+                    self.event(
+                        node,
+                        pod,
+                        EventKind::Normal,
+                        "Pulled",
+                        format!("Container image \"{image}\" already present on machine"),
+                    )
+                    .await;
+                }
                 self.event(
                     node,
                     pod,

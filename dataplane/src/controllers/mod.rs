@@ -13,10 +13,14 @@
 //! - [`events`]: core/v1 Events with upstream reasons.
 //! - [`deployment`], [`replicaset`]: Deployment → ReplicaSet → Pod.
 //! - [`scheduler`]: binds Pods to Nodes.
-//! - [`kubelet`]: the simulated kubelet (Pod phases, conditions, failures).
+//! - [`kubelet`]: the simulated kubelet (Pod phases, conditions, failures);
+//!   [`heartbeat`]: its Node Lease renewals and status heartbeats.
 //! - [`statefulset`], [`daemonset`]: ordinal and per-Node workloads.
 //! - [`job`], [`cronjob`]: batch workloads.
 //! - [`service`]: Service → EndpointSlices and Endpoints of ready Pods.
+//! - [`loadbalancer`]: `type: LoadBalancer` status in the cloud's shape.
+//! - [`volume`]: PersistentVolume binding, provisioning and reclaim;
+//!   [`volume_binding`]: the scheduler's view of a Pod's claims.
 //! - [`gc`]: garbage collection by ownerReferences; [`namespace`]: Namespace
 //!   lifecycle.
 
@@ -26,8 +30,10 @@ pub mod daemonset;
 pub mod deployment;
 pub mod events;
 pub mod gc;
+pub mod heartbeat;
 pub mod job;
 pub mod kubelet;
+pub mod loadbalancer;
 pub mod namespace;
 pub mod obj;
 pub mod replicaset;
@@ -39,10 +45,15 @@ pub mod statefulset;
 pub mod store_client;
 #[cfg(test)]
 mod tests;
+pub mod volume;
+pub mod volume_binding;
 
 use std::sync::Arc;
 
 use kemu_shared::SharedClock;
+
+use crate::network::ClusterNetwork;
+use crate::volumes::Provisioner;
 
 pub use client::{Client, ClientError, Kind, MemClient, kinds};
 pub use kubelet::KubeletConfig;
@@ -57,6 +68,10 @@ pub struct ControllerConfig {
     pub workers: usize,
     /// The cluster CA (PEM), published in every namespace as `kube-root-ca.crt`.
     pub root_ca: Option<Arc<str>>,
+    /// The cluster's networking (load balancer style), when known.
+    pub network: Option<Arc<ClusterNetwork>>,
+    /// How provisioned volumes are named in the cluster's cloud.
+    pub provisioner: Provisioner,
 }
 
 impl Default for ControllerConfig {
@@ -65,12 +80,14 @@ impl Default for ControllerConfig {
             kubelet: KubeletConfig::default(),
             workers: 1,
             root_ca: None,
+            network: None,
+            provisioner: Provisioner::generic(),
         }
     }
 }
 
 /// Every kind the built-in controllers watch.
-pub const WATCHED: [Kind; 12] = [
+pub const WATCHED: [Kind; 15] = [
     kinds::POD,
     kinds::NODE,
     kinds::NAMESPACE,
@@ -83,6 +100,9 @@ pub const WATCHED: [Kind; 12] = [
     kinds::SERVICE_ACCOUNT,
     kinds::SERVICE,
     kinds::ENDPOINT_SLICE,
+    kinds::PVC,
+    kinds::PV,
+    kinds::STORAGE_CLASS,
 ];
 
 /// The running controllers of one cluster; dropping it stops them.
@@ -102,6 +122,7 @@ impl Controllers {
             replicaset::ReplicaSetController::register(&rt, recorder.clone()),
             scheduler::Scheduler::register(&rt, recorder.clone()),
             kubelet::Kubelet::register(&rt, recorder.clone(), config.kubelet),
+            heartbeat::Heartbeat::register(&rt),
             statefulset::StatefulSetController::register(&rt, recorder.clone()),
             daemonset::DaemonSetController::register(&rt, recorder.clone()),
             job::JobController::register(&rt, recorder.clone()),
@@ -109,6 +130,18 @@ impl Controllers {
             service::EndpointSliceController::register(&rt),
             namespace::NamespaceController::register(&rt, config.root_ca.clone()),
         ];
+        if let Some(net) = &config.network {
+            regs.push(loadbalancer::LoadBalancerController::register(
+                &rt,
+                recorder.clone(),
+                net.load_balancer.clone(),
+            ));
+        }
+        regs.push(volume::VolumeController::register(
+            &rt,
+            recorder.clone(),
+            config.provisioner.clone(),
+        ));
         regs.extend(gc::GarbageCollector::register(&rt));
         rt.start(regs, config.workers);
         Self { runtime: rt }

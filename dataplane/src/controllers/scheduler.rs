@@ -18,6 +18,7 @@ use super::client::{BoxFuture, ClientError, EventType, kinds};
 use super::events::{EventKind, Recorder};
 use super::obj;
 use super::runtime::{ObjKey, Reconciler, Registration, Requeue, Runtime};
+use super::volume_binding;
 
 const COMPONENT: &str = "default-scheduler";
 
@@ -67,6 +68,8 @@ struct State {
     // bound pod → (node, requests)
     placed: HashMap<ObjKey, (String, Requests)>,
     unschedulable: HashSet<ObjKey>,
+    // claim → Pods waiting for it to exist or bind.
+    claim_waiters: HashMap<ObjKey, HashSet<ObjKey>>,
 }
 
 impl State {
@@ -136,7 +139,9 @@ fn tolerates(pod: &Value, taint: &Value) -> bool {
         })
 }
 
-fn match_node_expressions(exprs: &Value, node: &Value, field: bool) -> bool {
+/// Whether `node` matches every node selector requirement in `exprs`
+/// (labels, or fields when `field`).
+pub(super) fn match_node_expressions(exprs: &Value, node: &Value, field: bool) -> bool {
     exprs.as_array().into_iter().flatten().all(|e| {
         let key = e["key"].as_str().unwrap_or("");
         let value = if field {
@@ -294,6 +299,14 @@ impl Scheduler {
                 q.add(k);
             }
         });
+        let (q, s) = (queue.clone(), state.clone());
+        rt.informer(kinds::PVC).on_change(move |c| {
+            if let Some(pods) = s.lock().claim_waiters.remove(&ObjKey::of(&c.new)) {
+                for k in pods {
+                    q.add(k);
+                }
+            }
+        });
         Registration {
             name: "scheduler",
             queue,
@@ -313,12 +326,32 @@ impl Scheduler {
             return Ok(Requeue::No);
         }
         let req = pod_requests(&pod);
+        let volumes = volume_binding::check(&self.rt, &pod);
+        if !volumes.waits_on.is_empty() {
+            let mut st = self.state.lock();
+            for claim in &volumes.waits_on {
+                st.claim_waiters
+                    .entry(claim.clone())
+                    .or_default()
+                    .insert(key.clone());
+            }
+        }
+        if volumes.wait {
+            return Ok(Requeue::No);
+        }
         let choice = {
             let st = self.state.lock();
             let mut best: Option<(&String, i128, i128)> = None;
             let mut reasons: BTreeMap<&'static str, usize> = BTreeMap::new();
             for (name, n) in &st.nodes {
-                match filter(&pod, req, n) {
+                let placed = filter(&pod, req, n).and_then(|()| {
+                    if volumes.node_fits(&n.node) {
+                        Ok(())
+                    } else {
+                        Err("node(s) had volume node affinity conflict")
+                    }
+                });
+                match placed {
                     Ok(()) => {
                         let s = score(req, n);
                         if best.is_none_or(|(_, bs, bp)| s > bs || (s == bs && n.used_pods < bp)) {
@@ -328,12 +361,18 @@ impl Scheduler {
                     Err(r) => *reasons.entry(r).or_default() += 1,
                 }
             }
-            match best {
-                Some((n, _, _)) => Ok(n.clone()),
-                None => Err((st.nodes.len(), reasons)),
+            match (&volumes.unschedulable, best) {
+                (Some(why), _) => Err((st.nodes.len(), BTreeMap::new(), Some(why.clone()))),
+                (None, Some((n, _, _))) => Ok(n.clone()),
+                (None, None) => Err((st.nodes.len(), reasons, None)),
             }
         };
         match choice {
+            Ok(node) if !volumes.to_provision.is_empty() => {
+                // Delayed binding: the claims learn the node, the provisioner
+                // makes their volumes there, then the Pod is bound.
+                volume_binding::select_node(&self.rt, &volumes.to_provision, &node).await?;
+            }
             Ok(node) => {
                 let mut bound = (*pod).clone();
                 bound["spec"]["nodeName"] = json!(node);
@@ -356,9 +395,13 @@ impl Scheduler {
                     )
                     .await;
             }
-            Err((total, reasons)) => {
+            Err((total, reasons, why)) => {
                 let detail: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
-                let msg = if total == 0 {
+                let msg = if let Some(why) = why {
+                    format!(
+                        "0/{total} nodes are available: {why}. preemption: 0/{total} nodes are available: {total} Preemption is not helpful for scheduling."
+                    )
+                } else if total == 0 {
                     "no nodes available to schedule pods".to_owned()
                 } else {
                     format!(

@@ -4,8 +4,9 @@
 //! ports through the container's ports); at most 100 endpoints per slice, as
 //! upstream's default.
 //!
-//! Not done here: ClusterIP and NodePort allocation (the apiserver allocates
-//! them when the Service is created, so the store does), LoadBalancer status.
+//! Not done here: ClusterIP and NodePort allocation (the registry allocates
+//! them on create: `strategy::service`), LoadBalancer status
+//! ([`loadbalancer`](super::loadbalancer)).
 //! A Service's reconcile reads the Pods of its namespace: O(Pods in the
 //! namespace) per change, deduplicated by the work queue.
 

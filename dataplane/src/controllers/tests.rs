@@ -651,6 +651,122 @@ async fn crash_looping_pod_backs_off() {
     assert_eq!(c.events("Started").len(), 2);
 }
 
+fn storage_class(name: &str, default: bool, mode: &str) -> Value {
+    json!({"metadata": {"name": name, "annotations": {
+            "storageclass.kubernetes.io/is-default-class": if default { "true" } else { "false" }}},
+           "provisioner": "example.com/csi", "reclaimPolicy": "Delete", "volumeBindingMode": mode})
+}
+
+fn claim(name: &str, class: Option<&str>) -> Value {
+    let mut c = json!({"metadata": {"name": name, "namespace": "default"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "5Gi"}}}});
+    if let Some(class) = class {
+        c["spec"]["storageClassName"] = json!(class);
+    }
+    c
+}
+
+#[tokio::test]
+async fn claims_bind_provisioned_volumes_and_release_them_by_policy() {
+    let c = Cluster::new(Duration::ZERO).await;
+    c.node(
+        "node-a",
+        "8",
+        json!({"topology.kubernetes.io/zone": "z1"}),
+        json!([]),
+    )
+    .await;
+    c.create(
+        kinds::STORAGE_CLASS,
+        storage_class("now", false, "Immediate"),
+    )
+    .await;
+    c.create(
+        kinds::STORAGE_CLASS,
+        storage_class("late", true, "WaitForFirstConsumer"),
+    )
+    .await;
+
+    // Immediate: provisioned and bound at once, in a zone of the cluster.
+    c.create(kinds::PVC, claim("a", Some("now"))).await;
+    let a = c.get(kinds::PVC, "default", "a").await;
+    assert_eq!(a["status"]["phase"], "Bound", "{a}");
+    let pv_name = a["spec"]["volumeName"].as_str().unwrap().to_owned();
+    assert_eq!(pv_name, format!("pvc-{}", obj::uid(&a)));
+    let pv = c.get(kinds::PV, "", &pv_name).await;
+    assert_eq!(pv["status"]["phase"], "Bound");
+    assert_eq!(pv["spec"]["claimRef"]["name"], "a");
+    assert_eq!(pv["spec"]["capacity"]["storage"], "5Gi");
+    assert_eq!(
+        pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"]
+            [0],
+        "z1"
+    );
+    assert_eq!(c.events("ProvisioningSucceeded").len(), 1);
+
+    // WaitForFirstConsumer (the default class): Pending until a Pod uses it.
+    c.create(kinds::PVC, claim("b", None)).await;
+    let b = c.get(kinds::PVC, "default", "b").await;
+    assert_eq!(b["spec"]["storageClassName"], "late");
+    assert_eq!(b["status"]["phase"], "Pending");
+    assert_eq!(c.events("WaitForFirstConsumer").len(), 1);
+    c.create(
+        kinds::POD,
+        json!({"metadata": {"name": "user", "namespace": "default"},
+               "spec": {"containers": [{"name": "c", "image": "x"}],
+                        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "b"}}]}}),
+    )
+    .await;
+    let b = c.get(kinds::PVC, "default", "b").await;
+    assert_eq!(b["status"]["phase"], "Bound", "{b}");
+    let pod = c.get(kinds::POD, "default", "user").await;
+    assert_eq!(pod["spec"]["nodeName"], "node-a");
+    assert_eq!(pod["status"]["phase"], "Running");
+
+    // A Pod whose claim does not exist stays Pending, as upstream says why.
+    c.create(
+        kinds::POD,
+        json!({"metadata": {"name": "orphan", "namespace": "default"},
+               "spec": {"containers": [{"name": "c", "image": "x"}],
+                        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "nope"}}]}}),
+    )
+    .await;
+    let failed = c.events("FailedScheduling");
+    assert!(
+        failed
+            .iter()
+            .any(|m| m.contains("persistentvolumeclaim \"nope\" not found")),
+        "{failed:?}"
+    );
+    c.create(kinds::PVC, claim("nope", Some("now"))).await;
+    let orphan = c.get(kinds::POD, "default", "orphan").await;
+    assert_eq!(orphan["spec"]["nodeName"], "node-a");
+
+    // Reclaim: Delete removes the volume with its claim; Retain releases it.
+    c.client
+        .delete(kinds::PVC, "default", "a", DeleteOptions::default())
+        .await
+        .unwrap();
+    c.settle().await;
+    assert!(c.client.get(kinds::PV, "", &pv_name).await.is_err());
+    let mut kept = c
+        .get(kinds::PV, "", b["spec"]["volumeName"].as_str().unwrap())
+        .await;
+    kept["spec"]["persistentVolumeReclaimPolicy"] = json!("Retain");
+    c.client.update(kinds::PV, kept.clone()).await.unwrap();
+    c.client
+        .delete(kinds::POD, "default", "user", DeleteOptions::default())
+        .await
+        .unwrap();
+    c.client
+        .delete(kinds::PVC, "default", "b", DeleteOptions::default())
+        .await
+        .unwrap();
+    c.settle().await;
+    let kept = c.get(kinds::PV, "", obj::name(&kept)).await;
+    assert_eq!(kept["status"]["phase"], "Released");
+}
+
 fn statefulset(replicas: i64, image: &str) -> Value {
     json!({
         "metadata": {"name": "db", "namespace": "default"},
@@ -676,6 +792,11 @@ fn names(c: &Cluster) -> Vec<String> {
 async fn statefulset_orders_pods_and_updates_down_to_partition() {
     let c = Cluster::new(Duration::from_secs(5)).await;
     c.node("node-a", "8", json!({}), json!([])).await;
+    c.create(
+        kinds::STORAGE_CLASS,
+        storage_class("fast", true, "WaitForFirstConsumer"),
+    )
+    .await;
     c.create(kinds::STATEFUL_SET, statefulset(3, "pg:1")).await;
     assert_eq!(names(&c), ["db-0"]);
     c.advance(5).await;
@@ -697,6 +818,15 @@ async fn statefulset_orders_pods_and_updates_down_to_partition() {
         "data-db-1"
     );
     assert_eq!(c.client.count(kinds::PVC), 3);
+    // Each claim got the default class and a volume provisioned on db's Node.
+    let pvc = c.get(kinds::PVC, "default", "data-db-1").await;
+    assert_eq!(pvc["status"]["phase"], "Bound");
+    assert_eq!(pvc["spec"]["storageClassName"], "fast");
+    assert_eq!(
+        pvc["metadata"]["annotations"]["volume.kubernetes.io/selected-node"],
+        "node-a"
+    );
+    assert_eq!(c.client.count(kinds::PV), 3);
 
     // A new image with partition 1: db-2, then db-1, never db-0.
     let mut s = s.clone();
@@ -863,4 +993,65 @@ async fn deployment_becomes_available_on_the_system_clock() {
     };
     let done = tokio::time::timeout(Duration::from_secs(60), available).await;
     assert_eq!(done, Ok(true));
+}
+
+#[tokio::test]
+async fn nodes_renew_leases_and_report_heartbeats_on_the_clock() {
+    let c = Cluster::new(Duration::ZERO).await;
+    c.node("node-a", "8", json!({}), json!([])).await;
+    let lease = c.get(kinds::LEASE, "kube-node-lease", "node-a").await;
+    assert_eq!(lease["spec"]["holderIdentity"], "node-a");
+    assert_eq!(lease["spec"]["leaseDurationSeconds"], 40);
+    assert_eq!(lease["metadata"]["ownerReferences"][0]["kind"], "Node");
+    let first = lease["spec"]["renewTime"].as_str().unwrap().to_owned();
+    let node = c.get(kinds::NODE, "", "node-a").await;
+    let hb = obj::condition(&node, "Ready").unwrap()["lastHeartbeatTime"].clone();
+    assert!(hb.is_string(), "{node}");
+
+    c.advance(10).await;
+    let renewed = c.get(kinds::LEASE, "kube-node-lease", "node-a").await;
+    assert_ne!(renewed["spec"]["renewTime"].as_str().unwrap(), first);
+    // The status heartbeat waits for the report frequency.
+    let node = c.get(kinds::NODE, "", "node-a").await;
+    assert_eq!(
+        obj::condition(&node, "Ready").unwrap()["lastHeartbeatTime"],
+        hb
+    );
+    c.advance(300).await;
+    let node = c.get(kinds::NODE, "", "node-a").await;
+    assert_ne!(
+        obj::condition(&node, "Ready").unwrap()["lastHeartbeatTime"],
+        hb
+    );
+
+    // The first Pod on a Node pulls its image; the next finds it present.
+    for name in ["p1", "p2"] {
+        c.create(
+            kinds::POD,
+            json!({"metadata": {"name": name, "namespace": "default"},
+                   "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}),
+        )
+        .await;
+    }
+    assert_eq!(c.events("Pulling"), ["Pulling image \"nginx:1.27\""]);
+    let pulled = c.events("Pulled");
+    assert_eq!(pulled.len(), 2);
+    assert!(
+        pulled
+            .iter()
+            .any(|m| m.contains("already present on machine")),
+        "{pulled:?}"
+    );
+
+    c.client
+        .delete(kinds::NODE, "", "node-a", DeleteOptions::default())
+        .await
+        .unwrap();
+    c.settle().await;
+    assert!(
+        c.client
+            .get(kinds::LEASE, "kube-node-lease", "node-a")
+            .await
+            .is_err()
+    );
 }

@@ -1,0 +1,89 @@
+//! Per-kind behaviour of the registry's create and update paths, as upstream's
+//! REST strategies hold it (`PrepareForCreate`, `PrepareForUpdate` and the
+//! allocations a registry makes before storing). The generic handlers call
+//! [`prepare_create`] and [`prepare_update`] for every kind; the table below
+//! says which kinds do anything.
+//!
+//! # Layout
+//!
+//! - [`service`]: Service defaults, ClusterIP and NodePort allocation.
+
+pub mod service;
+
+use serde_json::Value;
+
+use crate::error::ApiError;
+use crate::network::ClusterNetwork;
+use crate::resources::ResourceType;
+use crate::store::Store;
+
+/// What a strategy may read while preparing an object.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    /// The cluster's store (the dry-run view on dry runs).
+    pub store: &'a dyn Store,
+    /// The cluster's networking, when the engine knows its record.
+    pub network: Option<&'a ClusterNetwork>,
+}
+
+/// The per-kind hooks; each defaults to doing nothing.
+pub trait Strategy: Sync {
+    /// Fills in and allocates what the registry owns on create; `name` is the
+    /// final name (after `generateName`).
+    fn prepare_create(
+        &self,
+        _ctx: &Context<'_>,
+        _rt: &ResourceType,
+        _name: &str,
+        _object: &mut Value,
+    ) -> Result<(), ApiError> {
+        Ok(())
+    }
+
+    /// Carries over and checks what the registry owns on update.
+    fn prepare_update(
+        &self,
+        _ctx: &Context<'_>,
+        _rt: &ResourceType,
+        _old: &Value,
+        _new: &mut Value,
+    ) -> Result<(), ApiError> {
+        Ok(())
+    }
+}
+
+/// (group, kind) → strategy.
+static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[("", "Service", &service::ServiceStrategy)];
+
+fn strategy(rt: &ResourceType) -> Option<&'static dyn Strategy> {
+    STRATEGIES
+        .iter()
+        .find(|(g, k, _)| *g == rt.group && *k == rt.kind)
+        .map(|(_, _, s)| *s)
+}
+
+/// Runs the kind's create hook on `object`, named `name`.
+pub fn prepare_create(
+    ctx: &Context<'_>,
+    rt: &ResourceType,
+    name: &str,
+    object: &mut Value,
+) -> Result<(), ApiError> {
+    match strategy(rt) {
+        Some(s) => s.prepare_create(ctx, rt, name, object),
+        None => Ok(()),
+    }
+}
+
+/// Runs the kind's update hook on `new`, replacing `old`.
+pub fn prepare_update(
+    ctx: &Context<'_>,
+    rt: &ResourceType,
+    old: &Value,
+    new: &mut Value,
+) -> Result<(), ApiError> {
+    match strategy(rt) {
+        Some(s) => s.prepare_update(ctx, rt, old, new),
+        None => Ok(()),
+    }
+}
