@@ -4,6 +4,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 
 use crate::error::ApiError;
 
+pub mod admission;
 pub mod discovery;
 pub mod health;
 pub mod openapi;
@@ -17,6 +18,7 @@ pub mod table;
 pub mod validation;
 pub mod version;
 pub mod watch;
+pub mod webhook_call;
 pub mod whoami;
 
 /// Mounts every API route; anything else is a 404 `Status`.
