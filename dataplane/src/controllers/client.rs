@@ -141,6 +141,10 @@ pub mod kinds {
         true,
         true,
     );
+    /// core/v1 Secret.
+    pub const SECRET: Kind = k("v1", "Secret", "secrets", true, false);
+    /// core/v1 ResourceQuota.
+    pub const RESOURCE_QUOTA: Kind = k("v1", "ResourceQuota", "resourcequotas", true, true);
     /// batch/v1 Job.
     pub const JOB: Kind = k("batch/v1", "Job", "jobs", true, true);
     /// batch/v1 CronJob.

@@ -17,6 +17,7 @@
 //! - [`statefulset`], [`daemonset`]: ordinal and per-Node workloads.
 //! - [`job`], [`cronjob`]: batch workloads.
 //! - [`service`]: Service → EndpointSlices and Endpoints of ready Pods.
+//! - [`quota`]: ResourceQuota `status.used`.
 //! - [`gc`]: garbage collection by ownerReferences; [`namespace`]: Namespace
 //!   lifecycle.
 
@@ -30,6 +31,7 @@ pub mod job;
 pub mod kubelet;
 pub mod namespace;
 pub mod obj;
+pub mod quota;
 pub mod replicaset;
 pub mod runtime;
 pub mod scheduler;
@@ -70,7 +72,7 @@ impl Default for ControllerConfig {
 }
 
 /// Every kind the built-in controllers watch.
-pub const WATCHED: [Kind; 12] = [
+pub const WATCHED: [Kind; 16] = [
     kinds::POD,
     kinds::NODE,
     kinds::NAMESPACE,
@@ -83,6 +85,10 @@ pub const WATCHED: [Kind; 12] = [
     kinds::SERVICE_ACCOUNT,
     kinds::SERVICE,
     kinds::ENDPOINT_SLICE,
+    kinds::RESOURCE_QUOTA,
+    kinds::CONFIG_MAP,
+    kinds::SECRET,
+    kinds::PVC,
 ];
 
 /// The running controllers of one cluster; dropping it stops them.
@@ -108,6 +114,7 @@ impl Controllers {
             cronjob::CronJobController::register(&rt, recorder.clone()),
             service::EndpointSliceController::register(&rt),
             namespace::NamespaceController::register(&rt, config.root_ca.clone()),
+            quota::QuotaController::register(&rt),
         ];
         regs.extend(gc::GarbageCollector::register(&rt));
         rt.start(regs, config.workers);
