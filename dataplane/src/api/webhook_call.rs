@@ -21,9 +21,12 @@ pub async fn post(hook: &Webhook, url: &str, review: &Value) -> Result<Value, St
         .json(review)
         .send()
         .await
-        .map_err(|e| failed(describe(&e)))?;
+        .map_err(|e| failed(describe(&e, url)))?;
     let status = response.status();
-    let bytes = response.bytes().await.map_err(|e| failed(describe(&e)))?;
+    let bytes = response
+        .bytes()
+        .await
+        .map_err(|e| failed(describe(&e, url)))?;
     if !status.is_success() {
         return Err(format!(
             "received invalid webhook response: expected response code 200, got {}",
@@ -46,9 +49,9 @@ fn client(hook: &Webhook) -> Result<reqwest::Client, reqwest::Error> {
     builder.build()
 }
 
-/// The innermost cause of a transport error (`connection refused`, …), or
-/// Go's wording for a timeout.
-fn describe(e: &reqwest::Error) -> String {
+/// The innermost cause of a transport error, worded as Go's net/http words
+/// the common ones (a refused connection, a timeout).
+fn describe(e: &reqwest::Error, url: &str) -> String {
     if e.is_timeout() {
         return "context deadline exceeded".into();
     }
@@ -56,5 +59,42 @@ fn describe(e: &reqwest::Error) -> String {
     while let Some(inner) = source.source() {
         source = inner;
     }
+    let refused = source
+        .downcast_ref::<std::io::Error>()
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused);
+    if refused {
+        let host = url
+            .split_once("://")
+            .map_or(url, |(_, rest)| rest)
+            .split(['/', '?'])
+            .next()
+            .unwrap_or_default();
+        return format!("dial tcp {host}: connect: connection refused");
+    }
     source.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn a_refused_connection_is_worded_as_go_words_it() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap();
+        let hook = Webhook {
+            name: "w".into(),
+            configuration: "c".into(),
+            spec: json!({"timeoutSeconds": 1}),
+        };
+        let url = format!("http://127.0.0.1:{port}/x?timeout=1s");
+        let err = post(&hook, &url, &json!({})).await.unwrap_err();
+        assert_eq!(
+            err,
+            format!("failed to call webhook: Post \"{url}\": dial tcp 127.0.0.1:{port}: connect: connection refused")
+        );
+    }
 }
