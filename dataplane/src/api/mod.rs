@@ -7,6 +7,7 @@ use crate::error::ApiError;
 pub mod admission;
 pub mod discovery;
 pub mod health;
+pub mod netpol;
 pub mod openapi;
 pub mod patch;
 pub mod protobuf;
@@ -33,6 +34,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             web::post().to(whoami::create),
         )
         .configure(reviews::configure)
+        .configure(netpol::configure)
         .route("/api", web::get().to(discovery::core_versions))
         .route("/api/", web::get().to(discovery::core_versions))
         .route("/apis", web::get().to(discovery::groups))
