@@ -12,7 +12,8 @@ use actix_web::{HttpMessage, HttpResponse, ResponseError, web};
 use kemu_shared::UserInfo;
 
 use crate::authz::impersonation::{self, Refusal};
-use crate::authz::{self, Authorizer, Forbidden, StoreSource};
+use crate::authz::{self, Authorizer, Forbidden, Layered, StoreSource};
+use crate::cloud_identity::{self, CloudGrants};
 use crate::engine::{ClusterContext, Engine};
 use crate::error::ApiError;
 use crate::identity::PeerIdentity;
@@ -27,8 +28,9 @@ pub async fn authenticate(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
     match identify(&req).and_then(|user| authorize(&req, user)) {
-        Ok(Ok(user)) => {
+        Ok(Ok((user, grants))) => {
             req.extensions_mut().insert(user);
+            req.extensions_mut().insert(grants);
             next.call(req)
                 .await
                 .map(ServiceResponse::map_into_left_body)
@@ -42,17 +44,23 @@ pub async fn authenticate(
     }
 }
 
-/// Impersonation, then the authorizer: the user to serve the request as, or
-/// the 403 to answer.
+/// Impersonation, then the authorizer over the store's RBAC objects and the
+/// cloud's virtual grants to the caller: the user to serve the request as
+/// (with those grants), or the 403 to answer.
 fn authorize(
     req: &ServiceRequest,
     caller: UserInfo,
-) -> Result<Result<UserInfo, Forbidden>, ApiError> {
+) -> Result<Result<(UserInfo, CloudGrants), Forbidden>, ApiError> {
     let (engine, cluster) = mounted(req)?;
     let store = engine
         .store(&cluster.id)
         .ok_or_else(|| ApiError::ClusterGone(cluster.id.clone()))?;
-    let source = StoreSource(store.as_ref());
+    let grants = match engine.registry().get(&cluster.id) {
+        Ok(record) => cloud_identity::grants(engine.registry(), &record, &caller),
+        Err(_) => CloudGrants::default(),
+    };
+    let own = StoreSource(store.as_ref());
+    let source = Layered(vec![&own, &grants.0]);
     let mode = engine.authorization();
     let headers: Vec<(String, String)> = req
         .headers()
@@ -80,7 +88,7 @@ fn authorize(
         req.path(),
         req.query_string(),
     )
-    .map(|_| user))
+    .map(|_| (user, grants)))
 }
 
 fn mounted(
@@ -133,7 +141,12 @@ fn identify(req: &ServiceRequest) -> Result<UserInfo, ApiError> {
             if !user.groups.iter().any(|g| g == AUTHENTICATED) {
                 user.groups.push(AUTHENTICATED.to_owned());
             }
-            Ok(user)
+            let store = engine
+                .store(&cluster.id)
+                .ok_or_else(|| ApiError::ClusterGone(cluster.id.clone()))?;
+            // The cloud maps its principal to a cluster user, or to no one.
+            cloud_identity::map_user(engine.registry(), &record, store.as_ref(), user)
+                .ok_or(ApiError::Unauthorized)
         }
         Ok(None) => Err(ApiError::Unauthorized),
         Err(reason) => {

@@ -103,6 +103,10 @@ pub enum ApiError {
     /// Something kemu itself failed at.
     #[error("{0}")]
     Internal(String),
+    /// Admission refused the write with this whole `metav1.Status` (a
+    /// webhook's own code, reason and message; a 403 with its details).
+    #[error("{}", .0["message"].as_str().unwrap_or_default())]
+    Refused(Box<Value>),
 }
 
 fn causes_text(causes: &[Cause]) -> String {
@@ -136,11 +140,21 @@ impl ApiError {
             ApiError::TooLarge(_) => "RequestEntityTooLarge",
             ApiError::TooManyRequests(_) => "TooManyRequests",
             ApiError::Internal(_) => "InternalError",
+            ApiError::Refused(status) => match status["reason"].as_str() {
+                Some("Forbidden") => "Forbidden",
+                Some("BadRequest") => "BadRequest",
+                Some("Invalid") => "Invalid",
+                Some("InternalError") => "InternalError",
+                _ => "",
+            },
         }
     }
 
     /// The whole `metav1.Status` object, also used inside watch `ERROR` events.
     pub fn status(&self) -> Value {
+        if let ApiError::Refused(status) = self {
+            return (**status).clone();
+        }
         let code = self.status_code().as_u16();
         let details = match self {
             ApiError::ObjectNotFound(t)
@@ -197,6 +211,11 @@ impl ResponseError for ApiError {
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Refused(status) => status["code"]
+                .as_u64()
+                .and_then(|c| u16::try_from(c).ok())
+                .and_then(|c| StatusCode::from_u16(c).ok())
+                .unwrap_or(StatusCode::FORBIDDEN),
         }
     }
 

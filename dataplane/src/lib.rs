@@ -18,13 +18,17 @@
 //!   cluster, behind a narrow client trait the store implements.
 //! - [`auth`]: who the caller is (client certificate, cloud token, anonymous).
 //! - [`authz`]: what the caller may do (RBAC, cloud identity mapping, access
-//!   reviews) and admission (ResourceQuota, LimitRange).
+//!   reviews) and admission (ResourceQuota, LimitRange, webhooks); the
+//!   request path runs admission through [`api::admission`].
+//! - [`cloud_identity`]: each cloud's identity mapping and virtual grants,
+//!   wired into [`auth`].
 //! - [`identity`]: who is calling, read from the TLS connection.
 //! - [`error`]: the data plane's error enum, rendered as a `metav1.Status`.
 
 pub mod api;
 pub mod auth;
 pub mod authz;
+pub mod cloud_identity;
 pub mod controllers;
 pub mod engine;
 pub mod error;

@@ -30,4 +30,13 @@ pub trait TokenAuthenticator: Send + Sync {
         cluster: &ClusterRecord,
         token: &str,
     ) -> Result<Option<UserInfo>, String>;
+
+    /// The cloud's identity configuration of `cluster` that the data plane
+    /// maps this cloud's callers through, in the cloud's own wire shape (EKS:
+    /// `{"accessEntries": [<accessEntry> + "associatedAccessPolicies"]}`);
+    /// `Null` when the cloud has none.
+    fn access_config(&self, cluster: &ClusterRecord) -> serde_json::Value {
+        let _ = cluster;
+        serde_json::Value::Null
+    }
 }

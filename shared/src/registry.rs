@@ -115,6 +115,18 @@ impl ClusterRegistry {
         }
     }
 
+    /// The identity configuration `cluster`'s cloud maps callers through
+    /// (see [`TokenAuthenticator::access_config`]); `Null` if none.
+    pub fn access_config(&self, cluster: &ClusterRecord) -> serde_json::Value {
+        let authenticator = self
+            .inner
+            .authenticators
+            .read()
+            .get(&cluster.cloud())
+            .cloned();
+        authenticator.map_or(serde_json::Value::Null, |a| a.access_config(cluster))
+    }
+
     /// Creates a cluster. Its CA is made here, so it exists from the first read.
     pub fn create(&self, spec: ClusterSpec) -> Result<ClusterRecord, RegistryError> {
         let now = self.inner.clock.now();

@@ -4,8 +4,10 @@ use actix_web::{HttpRequest, HttpResponse, web};
 
 use crate::error::ApiError;
 
+pub mod admission;
 pub mod discovery;
 pub mod health;
+pub mod netpol;
 pub mod openapi;
 pub mod patch;
 pub mod protobuf;
@@ -17,6 +19,7 @@ pub mod table;
 pub mod validation;
 pub mod version;
 pub mod watch;
+pub mod webhook_call;
 pub mod whoami;
 
 /// Mounts every API route; anything else is a 404 `Status`.
@@ -31,6 +34,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             web::post().to(whoami::create),
         )
         .configure(reviews::configure)
+        .configure(netpol::configure)
         .route("/api", web::get().to(discovery::core_versions))
         .route("/api/", web::get().to(discovery::core_versions))
         .route("/apis", web::get().to(discovery::groups))

@@ -11,6 +11,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
+use crate::api::admission::Admission;
 use crate::api::openapi;
 use crate::api::patch::{self, PatchType};
 use crate::api::request::{self, Output, Params, Scope};
@@ -18,7 +19,7 @@ use crate::api::selectors::{FieldSelector, LabelSelector};
 use crate::api::table;
 use crate::api::validation;
 use crate::api::watch::{self, Filter, WatchRequest};
-use crate::authz::{StoreSource, escalation};
+use crate::authz::admission::Operation as Admit;
 use crate::engine::{ClusterContext, Engine};
 use crate::error::ApiError;
 use crate::resources::ResourceType;
@@ -48,6 +49,16 @@ enum Sub {
     Status,
     /// `scale`: an `autoscaling/v1` Scale view of `.spec.replicas`.
     Scale,
+}
+
+impl Sub {
+    /// The subresource's name on the URL.
+    fn name(self) -> &'static str {
+        match self {
+            Sub::Status => "status",
+            Sub::Scale => "scale",
+        }
+    }
 }
 
 impl Operation {
@@ -170,14 +181,16 @@ pub async fn dispatch(
         Operation::Get => h.get(),
         Operation::List => h.list(),
         Operation::Watch => h.watch(),
-        Operation::Create => h.create(request::decode_object(ct, &body)?),
-        Operation::Update => h.update(request::decode_object(ct, &body)?),
-        Operation::Patch(kind) => h.patch(kind, &body),
-        Operation::Delete => h.delete(ct, &body),
+        Operation::Create => h.create(request::decode_object(ct, &body)?).await,
+        Operation::Update => h.update(request::decode_object(ct, &body)?).await,
+        Operation::Patch(kind) => h.patch(kind, &body).await,
+        Operation::Delete => h.delete(ct, &body).await,
         Operation::DeleteCollection => h.delete_collection(),
         Operation::GetSubresource(sub) => h.get_sub(sub),
-        Operation::UpdateSubresource(sub) => h.update_sub(sub, request::decode_object(ct, &body)?),
-        Operation::PatchSubresource(sub, kind) => h.patch_sub(sub, kind, &body),
+        Operation::UpdateSubresource(sub) => {
+            h.update_sub(sub, request::decode_object(ct, &body)?).await
+        }
+        Operation::PatchSubresource(sub, kind) => h.patch_sub(sub, kind, &body).await,
     }
 }
 
@@ -396,27 +409,21 @@ impl Handler<'_> {
         validation::check_namespace(body, self.scope.namespace.as_deref())
     }
 
-    /// The escalation and bind checks on writing a Role, ClusterRole or
-    /// binding (upstream's RBAC storage), before anything is stored.
-    fn check_rbac_write(&self, object: &Value, old: Option<&Value>) -> Result<(), ApiError> {
-        let rt = self.rt();
-        if rt.group != escalation::RBAC_GROUP {
-            return Ok(());
+    /// The admission chain of a write to the object (`subresource` "") or
+    /// one of its subresources.
+    fn admission<'s>(&'s self, subresource: &'s str) -> Admission<'s> {
+        Admission {
+            engine: self.engine,
+            store: &self.store,
+            rt: self.rt(),
+            subresource,
+            namespace: self.scope.namespace.as_deref().unwrap_or_default(),
+            user: &self.user,
+            dry_run: self.params.get("dryRun").is_some(),
         }
-        let mut object = object.clone();
-        object["kind"] = json!(rt.kind);
-        escalation::check_write(
-            self.engine.authorization(),
-            &StoreSource(self.store.as_ref()),
-            &self.user,
-            self.scope.namespace.as_deref().unwrap_or_default(),
-            &object,
-            old,
-        )
-        .map_err(|f| ApiError::Forbidden(f.message))
     }
 
-    fn create(&self, mut body: Value) -> Result<HttpResponse, ApiError> {
+    async fn create(&self, mut body: Value) -> Result<HttpResponse, ApiError> {
         self.check_body(&mut body)?;
         let rt = self.rt();
         let name = match body["metadata"]["name"].as_str().filter(|n| !n.is_empty()) {
@@ -452,12 +459,13 @@ impl Handler<'_> {
         strategy::prepare_create(&self.strategy(), rt, &name, &mut body)?;
         let mut named = body.clone();
         named["metadata"]["name"] = json!(name);
-        self.check_rbac_write(&named, None)?;
-        let created = self.store.create(&key, body)?;
+        let mut admitted = self.admission("").admit(Admit::Create, named, None).await?;
+        admitted["metadata"]["name"] = json!(name);
+        let created = self.store.create(&key, admitted)?;
         self.respond(StatusCode::CREATED, &created)
     }
 
-    fn update(&self, mut body: Value) -> Result<HttpResponse, ApiError> {
+    async fn update(&self, mut body: Value) -> Result<HttpResponse, ApiError> {
         self.check_body(&mut body)?;
         let key = self.key()?;
         if let Some(n) = body["metadata"]["name"].as_str()
@@ -478,19 +486,24 @@ impl Handler<'_> {
             }
         }
         strategy::prepare_update(&self.strategy(), self.rt(), &current, &mut body)?;
-        self.check_rbac_write(&body, Some(&current))?;
+        let body = self
+            .admission("")
+            .admit(Admit::Update, body, Some(&current))
+            .await?;
         let updated = self.store.update(&key, body, &Preconditions::default())?;
         self.respond(StatusCode::OK, &updated)
     }
 
     /// Read-modify-write with the resourceVersion read as precondition, retried
     /// on a lost race, so no concurrent write is ever lost.
-    fn modify(
+    async fn modify(
         &self,
         key: &ObjectKey,
+        subresource: &str,
         create_missing: Option<&Value>,
         change: impl Fn(&Value) -> Result<Value, ApiError>,
     ) -> Result<(StatusCode, Arc<Value>), ApiError> {
+        let admission = self.admission(subresource);
         for _ in 0..16 {
             let Some(current) = self.store.get(key) else {
                 if let Some(object) = create_missing {
@@ -498,7 +511,7 @@ impl Handler<'_> {
                     self.check_body(&mut object)?;
                     validation::check_name(self.rt(), &key.name)?;
                     strategy::prepare_create(&self.strategy(), self.rt(), &key.name, &mut object)?;
-                    self.check_rbac_write(&object, None)?;
+                    let object = admission.admit(Admit::Create, object, None).await?;
                     return Ok((StatusCode::CREATED, self.store.create(key, object)?));
                 }
                 return Err(self.not_found(key));
@@ -508,7 +521,9 @@ impl Handler<'_> {
                 .map(str::to_owned);
             let mut changed = change(&current)?;
             strategy::prepare_update(&self.strategy(), self.rt(), &current, &mut changed)?;
-            self.check_rbac_write(&changed, Some(&current))?;
+            let changed = admission
+                .admit(Admit::Update, changed, Some(&current))
+                .await?;
             let pinned = changed["metadata"]["resourceVersion"]
                 .as_str()
                 .map(str::to_owned);
@@ -530,7 +545,7 @@ impl Handler<'_> {
         ))
     }
 
-    fn patch(&self, kind: PatchType, body: &[u8]) -> Result<HttpResponse, ApiError> {
+    async fn patch(&self, kind: PatchType, body: &[u8]) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
         let patch = match kind {
             PatchType::Apply => request::decode_yaml(body)?,
@@ -539,7 +554,8 @@ impl Handler<'_> {
         let status_sub = has_sub(self.rt(), "status");
         let schema = openapi::definitions().get(&self.rt().definition);
         let create = (kind == PatchType::Apply).then_some(&patch);
-        let (code, object) = self.modify(&key, create, |current| {
+        let (code, object) = self
+            .modify(&key, "", create, |current| {
             let mut next = current.clone();
             next["metadata"]["resourceVersion"] = Value::Null;
             patch::apply(kind, &mut next, &patch, schema)?;
@@ -567,18 +583,21 @@ impl Handler<'_> {
                 }
             }
             Ok(next)
-        })?;
+        })
+        .await?;
         self.respond(code, &object)
     }
 
-    fn delete(&self, content_type: &str, body: &[u8]) -> Result<HttpResponse, ApiError> {
+    async fn delete(&self, content_type: &str, body: &[u8]) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
         let mut pre = Preconditions::default();
         let mut dry_run = self.params.get("dryRun").is_some();
+        let mut options = Value::Null;
         if !body.iter().all(u8::is_ascii_whitespace) {
             // client-go's typed clients (helm's release storage) send
             // DeleteOptions as protobuf.
             let opts = request::decode_object(content_type, body)?;
+            options = opts.clone();
             let p = &opts["preconditions"];
             pre.uid = p["uid"].as_str().map(str::to_owned);
             pre.resource_version = p["resourceVersion"].as_str().map(str::to_owned);
@@ -587,6 +606,10 @@ impl Handler<'_> {
                 .as_array()
                 .is_some_and(|d| d.iter().any(|v| v == "All"));
         }
+        let current = self.current(&key)?;
+        let mut admission = self.admission("");
+        admission.dry_run = dry_run;
+        admission.admit_delete(&current, &options).await?;
         let store: Arc<dyn Store> = if dry_run {
             Arc::new(DryRun(self.store.clone()))
         } else {
@@ -712,19 +735,29 @@ impl Handler<'_> {
         Ok(HttpResponse::Ok().json(self.view(sub, &object)))
     }
 
-    fn update_sub(&self, sub: Sub, body: Value) -> Result<HttpResponse, ApiError> {
+    async fn update_sub(&self, sub: Sub, body: Value) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
         let current = self.current(&key)?;
         let next = self.unview(sub, &current, &body)?;
+        let next = self
+            .admission(sub.name())
+            .admit(Admit::Update, next, Some(&current))
+            .await?;
         let updated = self.store.update(&key, next, &Preconditions::default())?;
         Ok(HttpResponse::Ok().json(self.view(sub, &updated)))
     }
 
-    fn patch_sub(&self, sub: Sub, kind: PatchType, body: &[u8]) -> Result<HttpResponse, ApiError> {
+    async fn patch_sub(
+        &self,
+        sub: Sub,
+        kind: PatchType,
+        body: &[u8],
+    ) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
         let schema = openapi::definitions().get(&self.rt().definition);
         let patch = request::decode_json(body)?;
-        let (_, updated) = self.modify(&key, None, |current| {
+        let (_, updated) = self
+            .modify(&key, sub.name(), None, |current| {
             let mut view = self.view(sub, current);
             let rv = view["metadata"]["resourceVersion"].take();
             let schema = match sub {
@@ -742,7 +775,8 @@ impl Handler<'_> {
                 m.remove("resourceVersion");
             }
             Ok(next)
-        })?;
+        })
+        .await?;
         Ok(HttpResponse::Ok().json(self.view(sub, &updated)))
     }
 }

@@ -7,7 +7,8 @@ use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
 use kemu_shared::UserInfo;
 
 use crate::api::request::{decode_object, header, read_body};
-use crate::authz::{Authorizer, StoreSource, review};
+use crate::authz::{Authorizer, Layered, StoreSource, review};
+use crate::cloud_identity::CloudGrants;
 use crate::engine::{ClusterContext, Engine};
 use crate::error::ApiError;
 
@@ -61,7 +62,14 @@ async fn create(
     let store = engine
         .store(&cluster.id)
         .ok_or_else(|| ApiError::ClusterGone(cluster.id.clone()))?;
-    let source = StoreSource(store.as_ref());
+    // The cloud's virtual grants to the caller count too (`auth can-i`).
+    let grants = req
+        .extensions()
+        .get::<CloudGrants>()
+        .cloned()
+        .unwrap_or_default();
+    let own = StoreSource(store.as_ref());
+    let source = Layered(vec![&own, &grants.0]);
     let authz = Authorizer::new(engine.authorization(), &source);
     let caller = req
         .extensions()

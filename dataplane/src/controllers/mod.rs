@@ -21,6 +21,7 @@
 //! - [`loadbalancer`]: `type: LoadBalancer` status in the cloud's shape.
 //! - [`volume`]: PersistentVolume binding, provisioning and reclaim;
 //!   [`volume_binding`]: the scheduler's view of a Pod's claims.
+//! - [`quota`]: ResourceQuota `status.used`.
 //! - [`gc`]: garbage collection by ownerReferences; [`namespace`]: Namespace
 //!   lifecycle.
 
@@ -36,6 +37,7 @@ pub mod kubelet;
 pub mod loadbalancer;
 pub mod namespace;
 pub mod obj;
+pub mod quota;
 pub mod replicaset;
 pub mod runtime;
 pub mod scheduler;
@@ -87,7 +89,7 @@ impl Default for ControllerConfig {
 }
 
 /// Every kind the built-in controllers watch.
-pub const WATCHED: [Kind; 15] = [
+pub const WATCHED: [Kind; 18] = [
     kinds::POD,
     kinds::NODE,
     kinds::NAMESPACE,
@@ -103,6 +105,9 @@ pub const WATCHED: [Kind; 15] = [
     kinds::PVC,
     kinds::PV,
     kinds::STORAGE_CLASS,
+    kinds::RESOURCE_QUOTA,
+    kinds::CONFIG_MAP,
+    kinds::SECRET,
 ];
 
 /// The running controllers of one cluster; dropping it stops them.
@@ -129,6 +134,7 @@ impl Controllers {
             cronjob::CronJobController::register(&rt, recorder.clone()),
             service::EndpointSliceController::register(&rt),
             namespace::NamespaceController::register(&rt, config.root_ca.clone()),
+            quota::QuotaController::register(&rt),
         ];
         if let Some(net) = &config.network {
             regs.push(loadbalancer::LoadBalancerController::register(

@@ -250,6 +250,29 @@ impl TokenAuthenticator for EksTokenAuthenticator {
             None => Ok(None),
         }
     }
+
+    /// The cluster's access entries, each with its
+    /// `associatedAccessPolicies`, as the data plane's authorizer reads them.
+    fn access_config(&self, cluster: &ClusterRecord) -> serde_json::Value {
+        let clusters = self.state.clusters.lock();
+        let Some(cs) = clusters.get(&cluster.id) else {
+            return serde_json::Value::Null;
+        };
+        let entries: Vec<serde_json::Value> = cs
+            .list(Kind::AccessEntry)
+            .map(|(principal, item)| {
+                let mut entry = item.value();
+                let policies: Vec<serde_json::Value> = cs
+                    .policies
+                    .get(principal)
+                    .map(|m| m.values().cloned().collect())
+                    .unwrap_or_default();
+                entry["associatedAccessPolicies"] = serde_json::Value::Array(policies);
+                entry
+            })
+            .collect();
+        serde_json::json!({ "accessEntries": entries })
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {

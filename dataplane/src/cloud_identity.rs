@@ -1,0 +1,106 @@
+//! Each cloud's identity mapping, wired into the request path: who a
+//! cloud-authenticated caller is inside the cluster, and the cloud's
+//! *virtual* grants (permissions the cloud gives beside RBAC, never stored
+//! as objects), from the pure functions of [`crate::authz::cloud`].
+//!
+//! - EKS: the caller's IAM ARN is mapped through the cluster's access
+//!   entries (from the EKS facade, through the registry) and then the
+//!   `kube-system/aws-auth` ConfigMap, as the cluster's
+//!   `authenticationMode` says; a principal neither maps is refused (401),
+//!   as EKS refuses it. The access policies associated with its entry
+//!   (AmazonEKSClusterAdminPolicy, …AdminPolicy, …EditPolicy, …ViewPolicy,
+//!   cluster-wide or per namespace) are its virtual grants. The cluster
+//!   creator is admin by its bootstrap entry
+//!   (`bootstrapClusterCreatorAdminPermissions`).
+//! - GKE and AKS callers keep the identity their facade's authenticator
+//!   gives them (the creator's credentials are `system:masters`, AKS's
+//!   `clusterUser` is bound by `aks-cluster-admin-binding`, seeded at
+//!   cluster creation); neither facade serves an IAM policy or Azure role
+//!   assignments yet, so they add no virtual grants.
+
+use kemu_shared::{Cloud, ClusterRecord, ClusterRegistry, UserInfo};
+use serde_json::Value;
+
+use crate::authz::MemorySource;
+use crate::authz::cloud::eks::{self, AccessEntry, AuthenticationMode, Caller};
+use crate::store::{ObjectKey, Store};
+
+/// The cloud's virtual grants to the caller of one request, kept in the
+/// request's extensions for the reviews and admission to consult.
+#[derive(Debug, Clone, Default)]
+pub struct CloudGrants(pub MemorySource);
+
+/// The group the EKS facade puts a cluster-wide AmazonEKSClusterAdminPolicy
+/// holder in (kept, so `kubectl auth whoami` shows the creator as admin).
+const MASTERS: &str = "system:masters";
+
+fn extra<'a>(user: &'a UserInfo, key: &str) -> Option<&'a str> {
+    user.extra
+        .get(key)
+        .and_then(|v| v.first())
+        .map(String::as_str)
+}
+
+fn eks_entries(registry: &ClusterRegistry, record: &ClusterRecord) -> Vec<AccessEntry> {
+    let config = registry.access_config(record);
+    config
+        .get("accessEntries")
+        .and_then(Value::as_array)
+        .map(|entries| {
+            entries
+                .iter()
+                .map(|e| {
+                    let associated = e
+                        .get("associatedAccessPolicies")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    AccessEntry::from_json(e, &associated)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Who a caller its cloud authenticated is inside the cluster; `None` when
+/// the cloud maps it to no one (answer 401).
+pub fn map_user(
+    registry: &ClusterRegistry,
+    record: &ClusterRecord,
+    store: &dyn Store,
+    user: UserInfo,
+) -> Option<UserInfo> {
+    if record.cloud() != Cloud::Eks {
+        return Some(user);
+    }
+    let Some(arn) = extra(&user, "arn") else {
+        return Some(user);
+    };
+    let caller = Caller {
+        arn: arn.to_owned(),
+        access_key_id: extra(&user, "accessKeyId").unwrap_or_default().to_owned(),
+    };
+    let mode = record
+        .extra
+        .pointer("/accessConfig/authenticationMode")
+        .and_then(Value::as_str)
+        .and_then(AuthenticationMode::parse)
+        .unwrap_or_default();
+    let aws_auth = store.get(&ObjectKey::new("configmaps", "kube-system", "aws-auth"));
+    let entries = eks_entries(registry, record);
+    let mut mapped = eks::resolve(&caller, mode, &entries, aws_auth.as_deref(), None)?;
+    if user.groups.iter().any(|g| g == MASTERS) && !mapped.groups.iter().any(|g| g == MASTERS) {
+        mapped.groups.insert(0, MASTERS.to_owned());
+    }
+    Some(mapped)
+}
+
+/// The cloud's virtual grants to `user` (as [`map_user`] answered it).
+pub fn grants(registry: &ClusterRegistry, record: &ClusterRecord, user: &UserInfo) -> CloudGrants {
+    match record.cloud() {
+        Cloud::Eks if user.extra.contains_key("canonicalArn") => CloudGrants(
+            eks::access_policy_source(&eks_entries(registry, record), user),
+        ),
+        _ => CloudGrants::default(),
+    }
+}

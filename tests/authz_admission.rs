@@ -1,0 +1,359 @@
+//! The admission chain of a kemu cluster, read by the real kubectl: a
+//! ResourceQuota of 2 pods and 1 CPU refuses the third pod and an
+//! over-quota request with upstream's messages while `kubectl describe
+//! quota` shows the usage the quota controller keeps; a LimitRange fills in
+//! container defaults; a mutating and a validating webhook, served by this
+//! test over HTTPS with its own CA (by `url` and by `service`), mutate and
+//! refuse as they answer; `failurePolicy` Ignore and Fail when a webhook is
+//! down.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Output;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use actix_web::{App, HttpResponse, HttpServer, web};
+use base64::Engine as _;
+use common::{Sandbox, eks_spec, text, write_kubeconfig};
+use kemu::Kemu;
+use kemu::shared::ClusterRecord;
+use kemu::shared::pki::ClusterCa;
+use serde_json::{Value, json};
+
+struct Cluster {
+    kemu: Kemu,
+    _record: ClusterRecord,
+    sandbox: Sandbox,
+    admin: PathBuf,
+}
+
+impl Cluster {
+    fn new(name: &str) -> Self {
+        let kemu = Kemu::builder().build().unwrap();
+        let record = kemu.registry().create(eks_spec(name)).unwrap();
+        let sandbox = Sandbox::new();
+        let admin = sandbox.path("admin.kubeconfig");
+        write_kubeconfig(&admin, &record, record.ca.cert_pem(), kemu.clock().now());
+        Self {
+            kemu,
+            _record: record,
+            sandbox,
+            admin,
+        }
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Output {
+        self.sandbox.kubectl(&self.admin, args)
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn refused(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(!out.status.success(), "{args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stderr).trim().to_owned()
+    }
+
+    /// `kubectl apply -f` of a manifest written to the sandbox.
+    fn apply(&self, name: &str, manifest: &str) -> String {
+        let path = self.sandbox.path(name);
+        std::fs::write(&path, manifest).unwrap();
+        self.ok(&["apply", "-f", path.to_str().unwrap()])
+    }
+
+    /// Polls (bounded) until `kubectl get … -o jsonpath=…` prints `want`.
+    fn wait_for(&self, args: &[&str], want: &str) {
+        let mut last = String::new();
+        for _ in 0..200 {
+            last = self.ok(args);
+            if last == want {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("{args:?} printed {last:?}, never {want:?}");
+    }
+}
+
+#[test]
+fn quota_and_limit_range_answer_as_upstream() {
+    let c = Cluster::new("quota");
+    c.ok(&["create", "namespace", "team"]);
+    c.apply(
+        "policy.yaml",
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: compute, namespace: team}\n\
+         spec:\n  hard: {pods: \"2\", requests.cpu: \"1\"}\n---\n\
+         apiVersion: v1\nkind: LimitRange\nmetadata: {name: defaults, namespace: team}\n\
+         spec:\n  limits:\n  - type: Container\n    defaultRequest: {cpu: 300m}\n    default: {cpu: 500m}\n",
+    );
+    // The quota controller publishes status.used before admission can charge.
+    c.wait_for(
+        &[
+            "get",
+            "quota",
+            "compute",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.status.used.pods}",
+        ],
+        "0",
+    );
+
+    c.ok(&["run", "one", "--image=nginx", "-n", "team"]);
+    // LimitRange defaults, and the annotation upstream records them in.
+    let pod: Value =
+        serde_json::from_str(&c.ok(&["get", "pod", "one", "-n", "team", "-o", "json"])).unwrap();
+    assert_eq!(
+        pod["spec"]["containers"][0]["resources"],
+        json!({"requests": {"cpu": "300m"}, "limits": {"cpu": "500m"}}),
+        "{pod}"
+    );
+    assert_eq!(
+        pod["metadata"]["annotations"]["kubernetes.io/limit-ranger"],
+        "LimitRanger plugin set: cpu request for container one; cpu limit for container one"
+    );
+    // ServiceAccount admission named the default account.
+    assert_eq!(pod["spec"]["serviceAccountName"], "default");
+
+    // 300m used; 800m more would pass 1 CPU.
+    let big = c.sandbox.path("big.yaml");
+    std::fs::write(
+        &big,
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: big, namespace: team}\nspec:\n  containers:\n  \
+         - name: app\n    image: nginx\n    resources: {requests: {cpu: 800m}, limits: {cpu: 800m}}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        c.refused(&["create", "-f", big.to_str().unwrap()]),
+        "Error from server (Forbidden): error when creating \"".to_owned()
+            + big.to_str().unwrap()
+            + "\": pods \"big\" is forbidden: exceeded quota: compute, requested: requests.cpu=800m, used: requests.cpu=300m, limited: requests.cpu=1"
+    );
+    // A server-side dry run is admitted the same way and charges nothing.
+    c.ok(&["run", "dry", "--image=nginx", "-n", "team", "--dry-run=server"]);
+
+    c.ok(&["run", "two", "--image=nginx", "-n", "team"]);
+    assert_eq!(
+        c.refused(&["run", "three", "--image=nginx", "-n", "team"]),
+        "Error from server (Forbidden): pods \"three\" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=2, limited: pods=2"
+    );
+
+    // kubectl describe quota: Resource / Used / Hard.
+    let described = c.ok(&["describe", "quota", "compute", "-n", "team"]);
+    let row = |name: &str| -> Vec<String> {
+        described
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} row in {described}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(row("pods"), ["pods", "2", "2"], "{described}");
+    assert_eq!(row("requests.cpu"), ["requests.cpu", "600m", "1"], "{described}");
+
+    // Deleting a pod frees its share: the controller recalculates.
+    c.ok(&["delete", "pod", "two", "-n", "team", "--wait=false"]);
+    c.wait_for(
+        &[
+            "get",
+            "quota",
+            "compute",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.status.used.pods}/{.status.used.requests\\.cpu}",
+        ],
+        "1/300m",
+    );
+    c.ok(&["run", "three", "--image=nginx", "-n", "team"]);
+}
+
+/// The test's webhook: `/mutate` labels every object `mutated=yes`;
+/// `/validate` refuses objects labelled `deny`, with its own message.
+async fn review(path: web::Path<String>, body: web::Json<Value>) -> HttpResponse {
+    let request = &body["request"];
+    let uid = request["uid"].clone();
+    let response = match path.as_str() {
+        "mutate" => {
+            let has_labels = request["object"]["metadata"]["labels"].is_object();
+            let patch = if has_labels {
+                json!([{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}])
+            } else {
+                json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}])
+            };
+            let patch =
+                base64::engine::general_purpose::STANDARD.encode(patch.to_string().as_bytes());
+            json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
+        }
+        _ if request["object"]["metadata"]["labels"]["deny"].is_string() => json!({
+            "uid": uid, "allowed": false,
+            "status": {"code": 403, "reason": "Forbidden", "message": "objects labelled deny are not welcome here"}
+        }),
+        _ => json!({"uid": uid, "allowed": true}),
+    };
+    HttpResponse::Ok().json(json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response
+    }))
+}
+
+/// Serves the webhook over HTTPS with a certificate from `ca`; answers its port.
+fn serve_webhook(ca: &ClusterCa, now: chrono::DateTime<chrono::Utc>) -> u16 {
+    kemu::shared::pki::install_crypto_provider();
+    let serving = ca.serving_cert(&["127.0.0.1".to_owned()], now).unwrap();
+    let tls = ca.rustls_server_config(&serving, false).unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        actix_rt::System::new().block_on(async move {
+            let server =
+                HttpServer::new(|| App::new().route("/{path}", web::post().to(review)))
+                    .workers(1)
+                    .bind_rustls_0_23(("127.0.0.1", 0), tls)
+                    .expect("bind");
+            tx.send(server.addrs()[0].port()).expect("send port");
+            server.run().await.expect("run");
+        });
+    });
+    rx.recv().expect("port")
+}
+
+/// A port nothing listens on.
+fn dead_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+#[test]
+fn webhooks_mutate_refuse_and_fail_as_configured() {
+    let c = Cluster::new("hooks");
+    let now = c.kemu.clock().now();
+    let ca = ClusterCa::generate("webhook-test-ca", now).unwrap();
+    let port = serve_webhook(&ca, now);
+    let bundle = base64::engine::general_purpose::STANDARD.encode(ca.cert_pem());
+    c.ok(&["create", "namespace", "hooked"]);
+    c.ok(&["label", "namespace", "hooked", "webhooks=on"]);
+    c.ok(&["create", "namespace", "plain"]);
+    c.apply(
+        "hooks.yaml",
+        &format!(
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: validator\n  namespace: plain\n  \
+             annotations: {{kemu.dev/endpoint-url: \"https://127.0.0.1:{port}\"}}\n\
+             spec: {{ports: [{{port: 443}}]}}\n---\n\
+             apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\n\
+             metadata: {{name: labeler}}\nwebhooks:\n- name: label.kemu.test\n  \
+             admissionReviewVersions: [v1]\n  sideEffects: None\n  timeoutSeconds: 5\n  \
+             clientConfig: {{url: \"https://127.0.0.1:{port}/mutate\", caBundle: {bundle}}}\n  \
+             namespaceSelector: {{matchLabels: {{webhooks: \"on\"}}}}\n  \
+             rules: [{{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [configmaps]}}]\n---\n\
+             apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n\
+             metadata: {{name: gatekeeper}}\nwebhooks:\n- name: deny.kemu.test\n  \
+             admissionReviewVersions: [v1]\n  sideEffects: None\n  \
+             clientConfig: {{service: {{namespace: plain, name: validator, path: /validate}}, caBundle: {bundle}}}\n  \
+             objectSelector: {{matchExpressions: [{{key: deny, operator: Exists}}]}}\n  \
+             rules: [{{operations: [CREATE, UPDATE], apiGroups: [\"\"], apiVersions: [v1], resources: [configmaps]}}]\n"
+        ),
+    );
+
+    // Mutation applied in the selected namespace only.
+    c.ok(&["create", "configmap", "cfg", "-n", "hooked"]);
+    assert_eq!(
+        c.ok(&[
+            "get",
+            "configmap",
+            "cfg",
+            "-n",
+            "hooked",
+            "-o",
+            "jsonpath={.metadata.labels.mutated}"
+        ]),
+        "yes"
+    );
+    c.ok(&["create", "configmap", "cfg", "-n", "plain"]);
+    assert_eq!(
+        c.ok(&[
+            "get",
+            "configmap",
+            "cfg",
+            "-n",
+            "plain",
+            "-o",
+            "jsonpath={.metadata.labels}"
+        ]),
+        ""
+    );
+
+    // The refusal reaches kubectl as the webhook wrote it, and nothing is stored.
+    let deny = c.sandbox.path("deny.yaml");
+    std::fs::write(
+        &deny,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: nope, namespace: plain, labels: {deny: \"yes\"}}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        c.refused(&["create", "-f", deny.to_str().unwrap()]),
+        "Error from server (Forbidden): error when creating \"".to_owned()
+            + deny.to_str().unwrap()
+            + "\": admission webhook \"deny.kemu.test\" denied the request: objects labelled deny are not welcome here"
+    );
+    assert!(
+        c.refused(&["get", "configmap", "nope", "-n", "plain"])
+            .contains("NotFound")
+    );
+    // Labelling an existing object `deny` is an UPDATE the webhook refuses.
+    let labelled = c.refused(&["label", "configmap", "cfg", "-n", "plain", "deny=yes"]);
+    assert!(
+        labelled.ends_with(
+            "admission webhook \"deny.kemu.test\" denied the request: objects labelled deny are not welcome here"
+        ),
+        "{labelled}"
+    );
+
+    // A webhook that is down: Ignore lets the write through, Fail refuses it.
+    let dead = dead_port();
+    let down = |policy: &str| {
+        format!(
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n\
+             metadata: {{name: down}}\nwebhooks:\n- name: down.kemu.test\n  \
+             admissionReviewVersions: [v1]\n  sideEffects: None\n  timeoutSeconds: 2\n  failurePolicy: {policy}\n  \
+             clientConfig: {{url: \"https://127.0.0.1:{dead}/validate\", caBundle: {bundle}}}\n  \
+             rules: [{{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [secrets]}}]\n"
+        )
+    };
+    c.apply("down.yaml", &down("Ignore"));
+    c.ok(&[
+        "create",
+        "secret",
+        "generic",
+        "passes",
+        "-n",
+        "plain",
+        "--from-literal=a=b",
+    ]);
+    c.apply("down.yaml", &down("Fail"));
+    let failed = c.refused(&[
+        "create",
+        "secret",
+        "generic",
+        "blocked",
+        "-n",
+        "plain",
+        "--from-literal=a=b",
+    ]);
+    assert!(
+        failed == format!(
+            "error: failed to create secret Internal error occurred: failed calling webhook \"down.kemu.test\": failed to call webhook: Post \"https://127.0.0.1:{dead}/validate?timeout=2s\": dial tcp 127.0.0.1:{dead}: connect: connection refused"
+        ),
+        "{failed}"
+    );
+    assert!(
+        c.refused(&["get", "secret", "blocked", "-n", "plain"])
+            .contains("NotFound")
+    );
+}
