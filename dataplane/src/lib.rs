@@ -15,6 +15,7 @@
 //! - [`auth`]: who the caller is (client certificate, cloud token, anonymous).
 //! - [`authz`]: what the caller may do (RBAC, cloud identity mapping, access
 //!   reviews) and admission (ResourceQuota, LimitRange).
+//! - [`sa_token`]: ServiceAccount JWTs: issuing and authenticating them.
 //! - [`identity`]: who is calling, read from the TLS connection.
 //! - [`error`]: the data plane's error enum, rendered as a `metav1.Status`.
 
@@ -28,6 +29,7 @@ pub mod identity;
 pub mod listener;
 pub mod nodes;
 pub mod resources;
+pub mod sa_token;
 pub mod store;
 
 pub use engine::Engine;

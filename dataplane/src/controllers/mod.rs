@@ -13,7 +13,8 @@
 //! - [`events`]: core/v1 Events with upstream reasons.
 //! - [`deployment`], [`replicaset`]: Deployment → ReplicaSet → Pod.
 //! - [`scheduler`]: binds Pods to Nodes.
-//! - [`kubelet`]: the simulated kubelet (Pod phases, conditions, failures).
+//! - [`kubelet`]: the simulated kubelet (Pod phases, conditions, failures);
+//!   [`container_logs`]: the lines its containers write.
 //! - [`statefulset`], [`daemonset`]: ordinal and per-Node workloads.
 //! - [`job`], [`cronjob`]: batch workloads.
 //! - [`service`]: Service → EndpointSlices and Endpoints of ready Pods.
@@ -21,6 +22,7 @@
 //!   lifecycle.
 
 pub mod client;
+pub mod container_logs;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
