@@ -117,6 +117,7 @@ impl Engine {
         let client = StoreClient::new(store, self.resources.clone());
         let config = ControllerConfig {
             root_ca: Some(Arc::from(record.ca.cert_pem())),
+            sa_key: Some(record.sa_key.clone()),
             ..ControllerConfig::default()
         };
         let clock = self.registry.clock().clone();

@@ -315,7 +315,7 @@ fn user(
 mod tests {
     use super::*;
     use crate::store::MemoryStore;
-    use kemu_shared::{ClusterRegistry, ClusterSpec, FakeClock};
+    use kemu_shared::{Clock, ClusterRegistry, ClusterSpec, FakeClock};
 
     fn record(clock: &std::sync::Arc<FakeClock>) -> ClusterRecord {
         ClusterRegistry::new(clock.clone())

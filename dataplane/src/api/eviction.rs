@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::api::request;
 use crate::api::subresources::{self, Ctx, SubresourceError};
 use crate::controllers::obj;
-use crate::controllers::selector::Selector;
+use crate::controllers::disruption::selects;
 use crate::error::ApiError;
 use crate::store::{ObjectKey, Preconditions};
 
@@ -77,13 +77,6 @@ pub fn serve(
         ctx.store.delete(&ctx.key(), &pre)?;
     }
     Ok(subresources::success(StatusCode::CREATED))
-}
-
-/// Whether a budget's selector picks these labels (policy/v1: a null
-/// selector picks nothing, an empty one everything).
-pub fn selects(budget: &Value, labels: &Value) -> bool {
-    let sel = &budget["spec"]["selector"];
-    !sel.is_null() && Selector::from_label_selector(sel).is_some_and(|s| s.matches(labels))
 }
 
 /// `unhealthyPodEvictionPolicy`: a Pod that is not Ready may go without

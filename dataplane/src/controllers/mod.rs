@@ -18,6 +18,8 @@
 //! - [`statefulset`], [`daemonset`]: ordinal and per-Node workloads.
 //! - [`job`], [`cronjob`]: batch workloads.
 //! - [`service`]: Service → EndpointSlices and Endpoints of ready Pods.
+//! - [`disruption`]: PodDisruptionBudget status, which evictions honour.
+//! - [`sa_tokens`]: legacy ServiceAccount token Secrets.
 //! - [`gc`]: garbage collection by ownerReferences; [`namespace`]: Namespace
 //!   lifecycle.
 
@@ -26,6 +28,7 @@ pub mod container_logs;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
+pub mod disruption;
 pub mod events;
 pub mod gc;
 pub mod job;
@@ -34,6 +37,7 @@ pub mod namespace;
 pub mod obj;
 pub mod replicaset;
 pub mod runtime;
+pub mod sa_tokens;
 pub mod scheduler;
 pub mod selector;
 pub mod service;
@@ -59,6 +63,9 @@ pub struct ControllerConfig {
     pub workers: usize,
     /// The cluster CA (PEM), published in every namespace as `kube-root-ca.crt`.
     pub root_ca: Option<Arc<str>>,
+    /// The cluster's service-account key: with it, the tokens controller
+    /// fills legacy token Secrets.
+    pub sa_key: Option<kemu_shared::ServiceAccountKey>,
 }
 
 impl Default for ControllerConfig {
@@ -67,12 +74,13 @@ impl Default for ControllerConfig {
             kubelet: KubeletConfig::default(),
             workers: 1,
             root_ca: None,
+            sa_key: None,
         }
     }
 }
 
 /// Every kind the built-in controllers watch.
-pub const WATCHED: [Kind; 12] = [
+pub const WATCHED: [Kind; 14] = [
     kinds::POD,
     kinds::NODE,
     kinds::NAMESPACE,
@@ -85,6 +93,8 @@ pub const WATCHED: [Kind; 12] = [
     kinds::SERVICE_ACCOUNT,
     kinds::SERVICE,
     kinds::ENDPOINT_SLICE,
+    kinds::SECRET,
+    kinds::POD_DISRUPTION_BUDGET,
 ];
 
 /// The running controllers of one cluster; dropping it stops them.
@@ -110,7 +120,15 @@ impl Controllers {
             cronjob::CronJobController::register(&rt, recorder.clone()),
             service::EndpointSliceController::register(&rt),
             namespace::NamespaceController::register(&rt, config.root_ca.clone()),
+            disruption::DisruptionController::register(&rt),
         ];
+        if let Some(key) = config.sa_key.clone() {
+            regs.push(sa_tokens::TokensController::register(
+                &rt,
+                key,
+                config.root_ca.clone(),
+            ));
+        }
         regs.extend(gc::GarbageCollector::register(&rt));
         rt.start(regs, config.workers);
         Self { runtime: rt }
