@@ -174,12 +174,18 @@ fn check_bound(
     if now > exp + LEEWAY_SECONDS {
         return Err(TokenError::Expired);
     }
-    if claims["nbf"].as_i64().is_some_and(|nbf| now + LEEWAY_SECONDS < nbf) {
+    if claims["nbf"]
+        .as_i64()
+        .is_some_and(|nbf| now + LEEWAY_SECONDS < nbf)
+    {
         return Err(TokenError::NotYetValid);
     }
     let token_auds: Vec<String> = match &claims["aud"] {
         Value::String(s) => vec![s.clone()],
-        Value::Array(a) => a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect(),
+        Value::Array(a) => a
+            .iter()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect(),
         _ => Vec::new(),
     };
     let accepted = api_audiences(record);
@@ -232,7 +238,10 @@ fn check_bound(
 }
 
 fn check_legacy(store: &dyn Store, claims: &Value) -> Result<UserInfo, TokenError> {
-    let ns = str_claim(&claims["kubernetes.io/serviceaccount/namespace"], "namespace")?;
+    let ns = str_claim(
+        &claims["kubernetes.io/serviceaccount/namespace"],
+        "namespace",
+    )?;
     let secret_name = str_claim(
         &claims["kubernetes.io/serviceaccount/secret.name"],
         "secret name",
@@ -247,7 +256,9 @@ fn check_legacy(store: &dyn Store, claims: &Value) -> Result<UserInfo, TokenErro
     )?;
     let secret = store
         .get(&ObjectKey::new("secrets", ns, secret_name))
-        .ok_or_else(|| TokenError::Invalidated(format!("secret \"{ns}/{secret_name}\" not found")))?;
+        .ok_or_else(|| {
+            TokenError::Invalidated(format!("secret \"{ns}/{secret_name}\" not found"))
+        })?;
     if secret["metadata"]["deletionTimestamp"].is_string() {
         return Err(TokenError::Invalidated(format!(
             "secret \"{ns}/{secret_name}\" is being deleted"
@@ -351,13 +362,27 @@ mod tests {
             expiration_seconds: 600,
             bound: None,
         };
-        let token = record.sa_key.sign_jwt(&claims(&record, &req, clock.now())).unwrap();
-        let user = authenticate(&record, &store, &token, clock.now()).unwrap().unwrap();
+        let token = record
+            .sa_key
+            .sign_jwt(&claims(&record, &req, clock.now()))
+            .unwrap();
+        let user = authenticate(&record, &store, &token, clock.now())
+            .unwrap()
+            .unwrap();
         assert_eq!(user.username, "system:serviceaccount:default:ci");
-        assert!(user.groups.contains(&"system:serviceaccounts:default".to_owned()));
+        assert!(
+            user.groups
+                .contains(&"system:serviceaccounts:default".to_owned())
+        );
         // A foreign audience is refused.
-        let other = Request { audiences: vec!["vault".into()], ..req.clone() };
-        let t = record.sa_key.sign_jwt(&claims(&record, &other, clock.now())).unwrap();
+        let other = Request {
+            audiences: vec!["vault".into()],
+            ..req.clone()
+        };
+        let t = record
+            .sa_key
+            .sign_jwt(&claims(&record, &other, clock.now()))
+            .unwrap();
         assert!(matches!(
             authenticate(&record, &store, &t, clock.now()),
             Some(Err(TokenError::Audience(..)))

@@ -143,9 +143,7 @@ impl ServiceAccountKey {
             &ECDSA_P256_SHA256_FIXED,
             self.inner.pair.public_key().as_ref(),
         );
-        public
-            .verify(format!("{h}.{c}").as_bytes(), &sig)
-            .ok()?;
+        public.verify(format!("{h}.{c}").as_bytes(), &sig).ok()?;
         serde_json::from_slice(&URL_SAFE_NO_PAD.decode(c).ok()?).ok()
     }
 }
@@ -181,6 +179,12 @@ mod tests {
         assert!(key.verify_jwt(&bad).is_none());
         let jwk = key.jwk();
         assert_eq!(jwk["kty"], "EC");
-        assert_eq!(URL_SAFE_NO_PAD.decode(jwk["x"].as_str().unwrap()).unwrap().len(), 32);
+        assert_eq!(
+            URL_SAFE_NO_PAD
+                .decode(jwk["x"].as_str().unwrap())
+                .unwrap()
+                .len(),
+            32
+        );
     }
 }

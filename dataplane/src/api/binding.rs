@@ -5,7 +5,6 @@ use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::api::request;
 use crate::api::subresources::{self, Ctx, SubresourceError};
 use crate::controllers::obj;
 use crate::error::{ApiError, Cause, Target};
@@ -38,12 +37,12 @@ fn conflict(name: &str, message: String) -> ApiError {
 pub fn serve(
     ctx: &Ctx,
     method: &str,
-    body: Result<Vec<u8>, ApiError>,
+    body: Result<Value, ApiError>,
 ) -> Result<HttpResponse, SubresourceError> {
     if method != "POST" {
         return Err(ApiError::MethodNotAllowed.into());
     }
-    let body = request::decode_json(&body?)?;
+    let body = body?;
     let name = ctx.scope.name.clone().unwrap_or_default();
     subresources::check_body_name(&body, &name, "Binding")?;
     let kind = body["target"]["kind"].as_str().unwrap_or_default();
@@ -89,7 +88,11 @@ pub fn serve(
     }
     let mut next = (*pod).clone();
     next["spec"]["nodeName"] = json!(node);
-    for (k, v) in body["metadata"]["annotations"].as_object().into_iter().flatten() {
+    for (k, v) in body["metadata"]["annotations"]
+        .as_object()
+        .into_iter()
+        .flatten()
+    {
         next["metadata"]["annotations"][k] = v.clone();
     }
     let now = obj::fmt_time(ctx.now());

@@ -10,10 +10,9 @@ use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::api::request;
 use crate::api::subresources::{self, Ctx, SubresourceError};
-use crate::controllers::obj;
 use crate::controllers::disruption::selects;
+use crate::controllers::obj;
 use crate::error::ApiError;
 use crate::store::{ObjectKey, Preconditions};
 
@@ -23,12 +22,12 @@ const PDBS: &str = "poddisruptionbudgets.policy";
 pub fn serve(
     ctx: &Ctx,
     method: &str,
-    body: Result<Vec<u8>, ApiError>,
+    body: Result<Value, ApiError>,
 ) -> Result<HttpResponse, SubresourceError> {
     if method != "POST" {
         return Err(ApiError::MethodNotAllowed.into());
     }
-    let body = request::decode_json(&body?)?;
+    let body = body?;
     let name = ctx.scope.name.clone().unwrap_or_default();
     subresources::check_body_name(&body, &name, "Eviction")?;
     let pod = ctx.object()?;
@@ -43,8 +42,8 @@ pub fn serve(
         .as_array()
         .is_some_and(|d| d.iter().any(|v| v == "All"));
     // Upstream's canIgnorePDB: terminal, pending or deleting Pods go at once.
-    let ignore_budget = matches!(obj::pod_phase(&pod), "Succeeded" | "Failed" | "Pending")
-        || obj::deleting(&pod);
+    let ignore_budget =
+        matches!(obj::pod_phase(&pod), "Succeeded" | "Failed" | "Pending") || obj::deleting(&pod);
     if !ignore_budget {
         let ns = obj::namespace(&pod);
         let labels = obj::labels(&pod);
@@ -61,9 +60,11 @@ pub fn serve(
                     take_disruption(ctx, budget, &pod, dry_run)?;
                 }
                 // Delete only the Pod the budget was checked against.
-                pre.resource_version = pre
-                    .resource_version
-                    .or_else(|| pod["metadata"]["resourceVersion"].as_str().map(str::to_owned));
+                pre.resource_version = pre.resource_version.or_else(|| {
+                    pod["metadata"]["resourceVersion"]
+                        .as_str()
+                        .map(str::to_owned)
+                });
             }
             _ => {
                 return Err(ApiError::Internal(

@@ -117,7 +117,9 @@ fn merge(view: View, current: &Value, proposed: &Value) -> Result<Value, ApiErro
                             name,
                             "spec.ephemeralContainers",
                             "FieldValueForbidden",
-                            format!("Forbidden: existing ephemeral containers \"{oname}\" may not be removed"),
+                            format!(
+                                "Forbidden: existing ephemeral containers \"{oname}\" may not be removed"
+                            ),
                         ));
                     }
                     Some(n) if n != o => {
@@ -125,7 +127,9 @@ fn merge(view: View, current: &Value, proposed: &Value) -> Result<Value, ApiErro
                             name,
                             "spec.ephemeralContainers",
                             "FieldValueForbidden",
-                            format!("Forbidden: existing ephemeral containers \"{oname}\" may not be changed"),
+                            format!(
+                                "Forbidden: existing ephemeral containers \"{oname}\" may not be changed"
+                            ),
                         ));
                     }
                     Some(_) => {}

@@ -33,7 +33,11 @@ impl Stream {
 }
 
 /// GET (WebSocket) or POST (SPDY) on a streaming subresource.
-pub fn serve(ctx: &Ctx, stream: Stream, req: &HttpRequest) -> Result<HttpResponse, SubresourceError> {
+pub fn serve(
+    ctx: &Ctx,
+    stream: Stream,
+    req: &HttpRequest,
+) -> Result<HttpResponse, SubresourceError> {
     if !matches!(req.method().as_str(), "GET" | "POST") {
         return Err(ApiError::MethodNotAllowed.into());
     }

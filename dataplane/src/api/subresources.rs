@@ -230,20 +230,28 @@ pub async fn serve(
     };
     tracing::debug!(?handler, name = ?ctx.scope.name, "subresource");
     let method = req.method().as_str().to_owned();
+    let ct = crate::api::request::header(&req, "content-type").to_owned();
     let result = match handler {
         Handler::Log => log::serve(&ctx, &method),
-        Handler::Eviction => eviction::serve(&ctx, &method, read(payload).await),
-        Handler::Binding => binding::serve(&ctx, &method, read(payload).await),
-        Handler::PodView(view) => {
-            let ct = crate::api::request::header(&req, "content-type").to_owned();
-            pod_views::serve(&ctx, view, &method, &ct, read(payload).await)
-        }
+        Handler::Eviction => eviction::serve(&ctx, &method, object(payload, &ct).await),
+        Handler::Binding => binding::serve(&ctx, &method, object(payload, &ct).await),
+        Handler::PodView(view) => pod_views::serve(&ctx, view, &method, &ct, read(payload).await),
         Handler::Stream(stream) => stream_refusal::serve(&ctx, stream, &req),
-        Handler::Token => token::serve(&ctx, &method, read(payload).await),
+        Handler::Token => token::serve(&ctx, &method, object(payload, &ct).await),
     };
     result.unwrap_or_else(|e| e.error_response())
 }
 
 async fn read(payload: web::Payload) -> Result<Vec<u8>, ApiError> {
     crate::api::request::read_body(payload).await
+}
+
+/// The body as an object, by its Content-Type (kubectl sends protobuf for
+/// some: `create token`); an empty body is an empty object.
+async fn object(payload: web::Payload, content_type: &str) -> Result<Value, ApiError> {
+    let body = read(payload).await?;
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    crate::api::request::decode_object(content_type, &body)
 }

@@ -6,7 +6,6 @@
 use actix_web::HttpResponse;
 use serde_json::{Value, json};
 
-use crate::api::request;
 use crate::api::subresources::{Ctx, SubresourceError};
 use crate::controllers::obj;
 use crate::error::{ApiError, Cause, Target};
@@ -38,17 +37,12 @@ fn invalid(name: &str, message: String) -> ApiError {
 pub fn serve(
     ctx: &Ctx,
     method: &str,
-    body: Result<Vec<u8>, ApiError>,
+    body: Result<Value, ApiError>,
 ) -> Result<HttpResponse, SubresourceError> {
     if method != "POST" {
         return Err(ApiError::MethodNotAllowed.into());
     }
-    let body = body?;
-    let mut req: Value = if body.iter().all(u8::is_ascii_whitespace) {
-        json!({})
-    } else {
-        request::decode_json(&body)?
-    };
+    let mut req = body?;
     let name = ctx.scope.name.clone().unwrap_or_default();
     let ns = ctx.scope.namespace.clone().unwrap_or_default();
     let expiration = match &req["spec"]["expirationSeconds"] {
@@ -67,7 +61,9 @@ pub fn serve(
     if expiration > 1 << 32 {
         return Err(invalid(
             &name,
-            format!("Invalid value: {expiration}: may not specify a duration larger than 2^32 seconds"),
+            format!(
+                "Invalid value: {expiration}: may not specify a duration larger than 2^32 seconds"
+            ),
         )
         .into());
     }

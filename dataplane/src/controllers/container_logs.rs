@@ -51,7 +51,10 @@ impl ContainerRun {
         } else if let Some(t) = state.get("terminated") {
             let finished = obj::time_at(t, &["finishedAt"])?;
             let started = obj::time_at(t, &["startedAt"]).unwrap_or(finished);
-            (started, Some((finished, t["exitCode"].as_i64().unwrap_or(0))))
+            (
+                started,
+                Some((finished, t["exitCode"].as_i64().unwrap_or(0))),
+            )
         } else {
             return None;
         };
@@ -169,12 +172,18 @@ mod tests {
                 "kemu: container app running for 20s",
             ]
         );
-        assert_eq!(run.next_line_after(t0 + obj::secs(25)), Some(t0 + obj::secs(30)));
+        assert_eq!(
+            run.next_line_after(t0 + obj::secs(25)),
+            Some(t0 + obj::secs(30))
+        );
         let done = json!({"terminated": {"startedAt": "2026-01-01T00:00:00Z",
             "finishedAt": "2026-01-01T00:00:15Z", "exitCode": 3}});
         let run = ContainerRun::from_state(&pod, "app", &done).unwrap();
         let lines = run.lines_until(t0 + obj::secs(100));
-        assert_eq!(lines.last().unwrap().text, "kemu: container app exited with code 3");
+        assert_eq!(
+            lines.last().unwrap().text,
+            "kemu: container app exited with code 3"
+        );
         assert_eq!(lines.len(), 5);
         assert_eq!(run.next_line_after(t0 + obj::secs(100)), None);
         assert_eq!(rfc3339_nano(t0), "2026-01-01T00:00:00Z");

@@ -90,11 +90,10 @@ impl DisruptionController {
             let found = match owner["kind"].as_str() {
                 Some("ReplicaSet") => replicas(kinds::REPLICA_SET, name).map(|(uid, rs)| {
                     match obj::controller_ref(&rs).filter(|o| o["kind"] == "Deployment") {
-                        Some(d) => replicas(
-                            kinds::DEPLOYMENT,
-                            d["name"].as_str().unwrap_or_default(),
-                        )
-                        .unwrap_or((uid, rs)),
+                        Some(d) => {
+                            replicas(kinds::DEPLOYMENT, d["name"].as_str().unwrap_or_default())
+                                .unwrap_or((uid, rs))
+                        }
                         None => (uid, rs),
                     }
                 }),

@@ -49,8 +49,7 @@ impl TokensController {
         let secrets = rt.informer(kinds::SECRET).clone();
         rt.informer(kinds::SERVICE_ACCOUNT).on_change(move |c| {
             for s in secrets.list_namespace(obj::namespace(&c.new)) {
-                if is_token_secret(&s) && obj::annotation(&s, SA_NAME) == Some(obj::name(&c.new))
-                {
+                if is_token_secret(&s) && obj::annotation(&s, SA_NAME) == Some(obj::name(&c.new)) {
                     q.add(ObjKey::of(&s));
                 }
             }
@@ -99,7 +98,10 @@ impl TokensController {
                 };
             }
         };
-        if secret["data"]["token"].as_str().is_some_and(|t| !t.is_empty()) && wanted_uid.is_some()
+        if secret["data"]["token"]
+            .as_str()
+            .is_some_and(|t| !t.is_empty())
+            && wanted_uid.is_some()
         {
             return Ok(Requeue::No);
         }
