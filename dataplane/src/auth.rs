@@ -1,6 +1,7 @@
 //! Authentication and authorization of every request to a cluster, as
 //! kube-apiserver's filters do it: a verified client certificate (CN user, O
-//! groups), else a bearer token checked by the cluster's cloud
+//! groups), else a bearer token: a ServiceAccount JWT of the cluster
+//! ([`crate::sa_token`]), or one checked by the cluster's cloud
 //! ([`kemu_shared::TokenAuthenticator`]), else `system:anonymous`; then the
 //! `Impersonate-*` headers; then the engine's authorizer ([`crate::authz`])
 //! over the cluster's RBAC objects, whose 403 ends the request.
@@ -136,6 +137,17 @@ fn identify(req: &ServiceRequest) -> Result<UserInfo, ApiError> {
         .registry()
         .get(&cluster.id)
         .map_err(|_| ApiError::ClusterGone(cluster.id.clone()))?;
+    if let Some(store) = engine.store(&cluster.id) {
+        let now = engine.registry().clock().now();
+        match crate::sa_token::authenticate(&record, store.as_ref(), token, now) {
+            Some(Ok(user)) => return Ok(user),
+            Some(Err(reason)) => {
+                tracing::info!(cluster = %record.name, %reason, "service account token rejected");
+                return Err(ApiError::Unauthorized);
+            }
+            None => {}
+        }
+    }
     match engine.registry().authenticate_token(&record, token) {
         Ok(Some(mut user)) => {
             if !user.groups.iter().any(|g| g == AUTHENTICATED) {

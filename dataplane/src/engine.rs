@@ -143,6 +143,7 @@ impl Engine {
             root_ca: Some(Arc::from(record.ca.cert_pem())),
             network: self.network(&record.id),
             provisioner: Provisioner::new(record.scope.clone(), &record.name),
+            sa_key: Some(record.sa_key.clone()),
             ..ControllerConfig::default()
         };
         let clock = self.registry.clock().clone();

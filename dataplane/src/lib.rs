@@ -22,6 +22,7 @@
 //!   request path runs admission through [`api::admission`].
 //! - [`cloud_identity`]: each cloud's identity mapping and virtual grants,
 //!   wired into [`auth`].
+//! - [`sa_token`]: ServiceAccount JWTs: issuing and authenticating them.
 //! - [`identity`]: who is calling, read from the TLS connection.
 //! - [`error`]: the data plane's error enum, rendered as a `metav1.Status`.
 
@@ -37,6 +38,7 @@ pub mod listener;
 pub mod network;
 pub mod nodes;
 pub mod resources;
+pub mod sa_token;
 pub mod store;
 pub mod strategy;
 pub mod volumes;

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::pki::ClusterCa;
+use crate::sa_key::ServiceAccountKey;
 
 /// Which cloud a cluster belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -209,6 +210,9 @@ pub struct ClusterRecord {
     pub port: Option<u16>,
     /// The cluster's own certificate authority.
     pub ca: ClusterCa,
+    /// The key that signs its ServiceAccount tokens (persist it beside the
+    /// CA: [`ServiceAccountKey::key_pem`] / [`ServiceAccountKey::from_pem`]).
+    pub sa_key: ServiceAccountKey,
     /// Node pools.
     pub node_pools: Vec<NodePool>,
     /// Tags or labels.

@@ -14,6 +14,7 @@
 //!   advertises ([`sentinel::advertise`]).
 //! - [`kubeconfig`]: single-context kubeconfigs (server, CA, one credential).
 //! - [`pki`]: a CA per cluster, serving and client certificates.
+//! - [`sa_key`]: each cluster's service-account signing key (JWTs, JWKS).
 //! - [`config`]: addresses and switches chosen at start-up.
 //! - [`error`]: the shared error vocabulary every facade maps to its wire format.
 //! - [`facade`]: the handler trait every cloud facade implements, and its dispatcher.
@@ -27,6 +28,7 @@ pub mod facade;
 pub mod kubeconfig;
 pub mod pki;
 pub mod registry;
+pub mod sa_key;
 pub mod sentinel;
 
 pub use auth::{TokenAuthenticator, UserInfo};
@@ -38,4 +40,5 @@ pub use config::Config;
 pub use error::RegistryError;
 pub use facade::ApiHandler;
 pub use registry::{ClusterRegistry, DataPlaneHook};
+pub use sa_key::ServiceAccountKey;
 pub use sentinel::{Advertised, advertise};

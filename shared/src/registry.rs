@@ -19,6 +19,7 @@ use crate::cluster::{
 };
 use crate::error::RegistryError;
 use crate::pki::ClusterCa;
+use crate::sa_key::ServiceAccountKey;
 
 /// How the data plane serves clusters; attached with [`ClusterRegistry::attach_dataplane`].
 pub trait DataPlaneHook: Send + Sync {
@@ -137,6 +138,7 @@ impl ClusterRegistry {
         }
         let id = uuid::Uuid::new_v4().to_string();
         let ca = ClusterCa::generate(&format!("kemu-{}-{}", spec.scope.cloud(), spec.name), now)?;
+        let sa_key = ServiceAccountKey::generate()?;
         let (lifecycle, pending) = if spec.provisioning.is_zero() {
             (Lifecycle::Running, None)
         } else {
@@ -159,6 +161,7 @@ impl ClusterRegistry {
             },
             port: None,
             ca,
+            sa_key,
             node_pools: spec.node_pools,
             tags: spec.tags,
             extra: spec.extra,

@@ -5,17 +5,25 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use crate::error::ApiError;
 
 pub mod admission;
+pub mod binding;
 pub mod discovery;
+pub mod eviction;
 pub mod health;
 pub mod netpol;
+pub mod log;
+pub mod oidc;
 pub mod openapi;
 pub mod patch;
+pub mod pod_views;
 pub mod protobuf;
 pub mod request;
 pub mod resource;
 pub mod reviews;
 pub mod selectors;
+pub mod stream_refusal;
+pub mod subresources;
 pub mod table;
+pub mod token;
 pub mod validation;
 pub mod version;
 pub mod watch;
@@ -45,6 +53,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             "/apis/{group}/{version}",
             web::get().to(discovery::group_resources),
         )
+        .route(
+            "/.well-known/openid-configuration",
+            web::get().to(oidc::configuration),
+        )
+        .route("/openid/v1/jwks", web::get().to(oidc::jwks))
         .route("/openapi/v2", web::get().to(openapi::v2))
         .route("/openapi/v3", web::get().to(openapi::v3_root))
         .route("/openapi/v3/{path:.*}", web::get().to(openapi::v3_document))

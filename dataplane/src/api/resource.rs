@@ -1,5 +1,6 @@
 //! The generic verbs on every resource type: get, list, watch, create, update,
-//! patch, delete, deletecollection, and the `status` and `scale` subresources.
+//! patch, delete, deletecollection, and the `status` and `scale` subresources
+//! (the others: [`crate::api::subresources`]).
 //! Generic over the [`ResourceRegistry`](crate::resources::ResourceRegistry):
 //! no per-kind handler code.
 
@@ -16,6 +17,7 @@ use crate::api::openapi;
 use crate::api::patch::{self, PatchType};
 use crate::api::request::{self, Output, Params, Scope};
 use crate::api::selectors::{FieldSelector, LabelSelector};
+use crate::api::subresources;
 use crate::api::table;
 use crate::api::validation;
 use crate::api::watch::{self, Filter, WatchRequest};
@@ -149,6 +151,12 @@ pub async fn dispatch(
                 "dryRun: Unsupported value: \"{other}\": supported values: \"All\""
             )));
         }
+    }
+    if let Some(handler) = subresources::handler(&scope) {
+        return Ok(subresources::serve(
+            handler, req, payload, engine, cluster, scope, store, params,
+        )
+        .await);
     }
     let op = route(&req, &scope, &params)?;
     let output = request::negotiate(&req, &params)?;

@@ -123,6 +123,16 @@ pub mod kinds {
     pub const ENDPOINTS: Kind = k("v1", "Endpoints", "endpoints", true, false);
     /// core/v1 ServiceAccount.
     pub const SERVICE_ACCOUNT: Kind = k("v1", "ServiceAccount", "serviceaccounts", true, false);
+    /// core/v1 Secret.
+    pub const SECRET: Kind = k("v1", "Secret", "secrets", true, false);
+    /// policy/v1 PodDisruptionBudget.
+    pub const POD_DISRUPTION_BUDGET: Kind = k(
+        "policy/v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        true,
+        true,
+    );
     /// core/v1 ConfigMap.
     pub const CONFIG_MAP: Kind = k("v1", "ConfigMap", "configmaps", true, false);
     /// apps/v1 Deployment.

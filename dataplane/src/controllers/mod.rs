@@ -14,7 +14,8 @@
 //! - [`deployment`], [`replicaset`]: Deployment → ReplicaSet → Pod.
 //! - [`scheduler`]: binds Pods to Nodes.
 //! - [`kubelet`]: the simulated kubelet (Pod phases, conditions, failures);
-//!   [`heartbeat`]: its Node Lease renewals and status heartbeats.
+//!   [`heartbeat`]: its Node Lease renewals and status heartbeats;
+//!   [`container_logs`]: the lines its containers write.
 //! - [`statefulset`], [`daemonset`]: ordinal and per-Node workloads.
 //! - [`job`], [`cronjob`]: batch workloads.
 //! - [`service`]: Service → EndpointSlices and Endpoints of ready Pods.
@@ -22,13 +23,17 @@
 //! - [`volume`]: PersistentVolume binding, provisioning and reclaim;
 //!   [`volume_binding`]: the scheduler's view of a Pod's claims.
 //! - [`quota`]: ResourceQuota `status.used`.
+//! - [`disruption`]: PodDisruptionBudget status, which evictions honour.
+//! - [`sa_tokens`]: legacy ServiceAccount token Secrets.
 //! - [`gc`]: garbage collection by ownerReferences; [`namespace`]: Namespace
 //!   lifecycle.
 
 pub mod client;
+pub mod container_logs;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
+pub mod disruption;
 pub mod events;
 pub mod gc;
 pub mod heartbeat;
@@ -40,6 +45,7 @@ pub mod obj;
 pub mod quota;
 pub mod replicaset;
 pub mod runtime;
+pub mod sa_tokens;
 pub mod scheduler;
 pub mod selector;
 pub mod service;
@@ -74,6 +80,9 @@ pub struct ControllerConfig {
     pub network: Option<Arc<ClusterNetwork>>,
     /// How provisioned volumes are named in the cluster's cloud.
     pub provisioner: Provisioner,
+    /// The cluster's service-account key: with it, the tokens controller
+    /// fills legacy token Secrets.
+    pub sa_key: Option<kemu_shared::ServiceAccountKey>,
 }
 
 impl Default for ControllerConfig {
@@ -84,12 +93,13 @@ impl Default for ControllerConfig {
             root_ca: None,
             network: None,
             provisioner: Provisioner::generic(),
+            sa_key: None,
         }
     }
 }
 
 /// Every kind the built-in controllers watch.
-pub const WATCHED: [Kind; 18] = [
+pub const WATCHED: [Kind; 19] = [
     kinds::POD,
     kinds::NODE,
     kinds::NAMESPACE,
@@ -108,6 +118,7 @@ pub const WATCHED: [Kind; 18] = [
     kinds::RESOURCE_QUOTA,
     kinds::CONFIG_MAP,
     kinds::SECRET,
+    kinds::POD_DISRUPTION_BUDGET,
 ];
 
 /// The running controllers of one cluster; dropping it stops them.
@@ -135,6 +146,7 @@ impl Controllers {
             service::EndpointSliceController::register(&rt),
             namespace::NamespaceController::register(&rt, config.root_ca.clone()),
             quota::QuotaController::register(&rt),
+            disruption::DisruptionController::register(&rt),
         ];
         if let Some(net) = &config.network {
             regs.push(loadbalancer::LoadBalancerController::register(
@@ -148,6 +160,13 @@ impl Controllers {
             recorder.clone(),
             config.provisioner.clone(),
         ));
+        if let Some(key) = config.sa_key.clone() {
+            regs.push(sa_tokens::TokensController::register(
+                &rt,
+                key,
+                config.root_ca.clone(),
+            ));
+        }
         regs.extend(gc::GarbageCollector::register(&rt));
         rt.start(regs, config.workers);
         Self { runtime: rt }
