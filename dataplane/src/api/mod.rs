@@ -4,9 +4,12 @@ use actix_web::{HttpRequest, HttpResponse, web};
 
 use crate::error::ApiError;
 
+pub mod delete;
 pub mod discovery;
+pub mod field_validation;
 pub mod health;
 pub mod openapi;
+pub mod options;
 pub mod patch;
 pub mod protobuf;
 pub mod request;
