@@ -3,7 +3,7 @@
 //! `apply`, `diff`) that change nothing, and field validation (`Strict`
 //! rejects unknown fields, `--validate=warn` prints kubectl's warning); plus
 //! the wire answers kubectl cannot provoke (duplicate JSON keys, bad options,
-//! delete preconditions).
+//! delete preconditions); and the Python client on finalizers and watch.
 
 mod common;
 
@@ -449,4 +449,27 @@ fn duplicate_fields_bad_options_and_preconditions_on_the_wire() {
     assert_eq!(code, 200, "{s}");
     assert_eq!(s["status"], "Success");
     assert_eq!(s["details"]["uid"], uid);
+}
+
+#[test]
+fn python_client_finalizers_hold_a_deleted_object_until_removed() {
+    let c = Cluster::new("py");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/engine_lifecycle.py");
+    let out = c
+        .sandbox
+        .command("python3")
+        .arg(script)
+        .env("KUBECONFIG", &c.kubeconfig)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "python client failed:\n{}",
+        text(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).ends_with("ok\n"),
+        "{}",
+        text(&out)
+    );
 }

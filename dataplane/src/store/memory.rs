@@ -500,7 +500,20 @@ impl Store for MemoryStore {
         }
         self.check_size(key, &object)?;
         if deletion::removes_on_update(&object, &current) {
-            return Ok(self.commit(&mut st, EventKind::Deleted, key, object, Some(current)));
+            // As upstream: the update is not written; watchers see the last
+            // stored state deleted, the writer gets its object back.
+            let gone = self.commit(
+                &mut st,
+                EventKind::Deleted,
+                key,
+                (*current).clone(),
+                Some(current),
+            );
+            meta_mut(&mut object).insert(
+                "resourceVersion".into(),
+                gone["metadata"]["resourceVersion"].clone(),
+            );
+            return Ok(Arc::new(object));
         }
         Ok(self.commit(&mut st, EventKind::Modified, key, object, Some(current)))
     }
