@@ -6,13 +6,16 @@ use crate::error::ApiError;
 
 pub mod admission;
 pub mod binding;
+pub mod delete;
 pub mod discovery;
 pub mod eviction;
+pub mod field_validation;
 pub mod health;
 pub mod netpol;
 pub mod log;
 pub mod oidc;
 pub mod openapi;
+pub mod options;
 pub mod patch;
 pub mod pod_views;
 pub mod protobuf;

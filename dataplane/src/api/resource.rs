@@ -13,7 +13,10 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
 use crate::api::admission::Admission;
+use crate::api::delete;
+use crate::api::field_validation::{self, Checked, Directive};
 use crate::api::openapi;
+use crate::api::options::{self, OptionsKind};
 use crate::api::patch::{self, PatchType};
 use crate::api::request::{self, Output, Params, Scope};
 use crate::api::selectors::{FieldSelector, LabelSelector};
@@ -27,6 +30,7 @@ use crate::error::ApiError;
 use crate::resources::ResourceType;
 use crate::store::{DryRun, ObjectKey, Preconditions, Snapshot, Store, WatchFrom};
 use crate::strategy;
+use std::cell::RefCell;
 
 /// One variant per operation the generic handler serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +79,19 @@ impl Operation {
             Operation::Patch(_) | Operation::PatchSubresource(..) => "patch",
             Operation::Delete => "delete",
             Operation::DeleteCollection => "deletecollection",
+        }
+    }
+
+    /// The options object the verb takes (`dryRun`, `fieldValidation`).
+    fn options_kind(self) -> Option<OptionsKind> {
+        match self {
+            Operation::Create => Some(OptionsKind::Create),
+            Operation::Update | Operation::UpdateSubresource(_) => Some(OptionsKind::Update),
+            Operation::Patch(_) | Operation::PatchSubresource(..) => Some(OptionsKind::Patch),
+            Operation::Delete | Operation::DeleteCollection => Some(OptionsKind::Delete),
+            Operation::Get | Operation::List | Operation::Watch | Operation::GetSubresource(_) => {
+                None
+            }
         }
     }
 }
@@ -143,22 +160,30 @@ pub async fn dispatch(
         .store(&cluster.id)
         .ok_or_else(|| ApiError::ClusterGone(cluster.id.clone()))?;
     let params = Params::parse(req.query_string())?;
-    match params.get("dryRun") {
-        None => {}
-        Some("All") => store = Arc::new(DryRun(store)),
-        Some(other) => {
-            return Err(ApiError::BadRequest(format!(
-                "dryRun: Unsupported value: \"{other}\": supported values: \"All\""
-            )));
-        }
-    }
     if let Some(handler) = subresources::handler(&scope) {
+        match params.get("dryRun") {
+            None => {}
+            Some("All") => store = Arc::new(DryRun(store, engine.registry().clock().clone())),
+            Some(other) => {
+                return Err(ApiError::BadRequest(format!(
+                    "dryRun: Unsupported value: \"{other}\": supported values: \"All\""
+                )));
+            }
+        }
         return Ok(subresources::serve(
             handler, req, payload, engine, cluster, scope, store, params,
         )
         .await);
     }
     let op = route(&req, &scope, &params)?;
+    let mut directive = Directive::Warn;
+    // DELETE reads dryRun from its DeleteOptions (body or query) itself.
+    if let Some(kind) = op.options_kind().filter(|k| *k != OptionsKind::Delete) {
+        if options::dry_run_query(&params, kind)? {
+            store = Arc::new(DryRun(store, engine.registry().clock().clone()));
+        }
+        directive = Directive::parse(&params, kind)?;
+    }
     let output = request::negotiate(&req, &params)?;
     let user = req
         .extensions()
@@ -173,6 +198,8 @@ pub async fn dispatch(
         scope,
         params,
         output,
+        directive,
+        warnings: RefCell::default(),
     };
     let body = match op {
         Operation::Create
@@ -180,7 +207,8 @@ pub async fn dispatch(
         | Operation::Patch(_)
         | Operation::UpdateSubresource(_)
         | Operation::PatchSubresource(..)
-        | Operation::Delete => request::read_body(payload).await?,
+        | Operation::Delete
+        | Operation::DeleteCollection => request::read_body(payload).await?,
         _ => Vec::new(),
     };
     let ct = request::header(&req, "content-type");
@@ -189,11 +217,11 @@ pub async fn dispatch(
         Operation::Get => h.get(),
         Operation::List => h.list(),
         Operation::Watch => h.watch(),
-        Operation::Create => h.create(request::decode_object(ct, &body)?).await,
-        Operation::Update => h.update(request::decode_object(ct, &body)?).await,
+        Operation::Create => h.create(h.decode(ct, &body)?).await,
+        Operation::Update => h.update(h.decode(ct, &body)?).await,
         Operation::Patch(kind) => h.patch(kind, &body).await,
         Operation::Delete => h.delete(ct, &body).await,
-        Operation::DeleteCollection => h.delete_collection(),
+        Operation::DeleteCollection => h.delete_collection(ct, &body),
         Operation::GetSubresource(sub) => h.get_sub(sub),
         Operation::UpdateSubresource(sub) => {
             h.update_sub(sub, request::decode_object(ct, &body)?).await
@@ -212,6 +240,10 @@ struct Handler<'a> {
     scope: Scope,
     params: Params,
     output: Output,
+    /// `fieldValidation`.
+    directive: Directive,
+    /// `Warning` headers for the response.
+    warnings: RefCell<Vec<String>>,
 }
 
 /// A `continue` token: where the next page starts in which snapshot.
@@ -272,7 +304,92 @@ impl Handler<'_> {
                 self.engine.registry().clock().now(),
             ),
         };
-        Ok(HttpResponse::build(status).json(body))
+        Ok(self.reply(status).json(body))
+    }
+
+    /// A response builder carrying the request's warnings.
+    fn reply(&self, status: StatusCode) -> actix_web::HttpResponseBuilder {
+        let mut b = HttpResponse::build(status);
+        for w in self.warnings.borrow().iter() {
+            b.append_header(("Warning", field_validation::warning_header(w)));
+        }
+        b
+    }
+
+    /// Unknown or duplicate fields found: rejected, warned about or ignored
+    /// as `fieldValidation` says.
+    fn field_problems(
+        &self,
+        checked: Checked,
+        strict: impl FnOnce(&Value, &[String]) -> ApiError,
+    ) -> Result<Value, ApiError> {
+        if checked.problems.is_empty() {
+            return Ok(checked.value);
+        }
+        match self.directive {
+            Directive::Strict => Err(strict(&checked.value, &checked.problems)),
+            Directive::Warn => {
+                self.warnings.borrow_mut().extend(checked.problems);
+                Ok(checked.value)
+            }
+            Directive::Ignore => Ok(checked.value),
+        }
+    }
+
+    /// Decodes a create or update body, checking its fields.
+    fn decode(&self, ct: &str, body: &[u8]) -> Result<Value, ApiError> {
+        let media = ct.split(';').next().unwrap_or_default().trim();
+        let schema = self.rt().field_schema();
+        let checked = if matches!(media, "" | "application/json" | "*/*") {
+            match field_validation::parse_json(body, &schema) {
+                Ok(c) => c,
+                // Malformed: the decoder's own 400.
+                Err(_) => return request::decode_json(body),
+            }
+        } else {
+            field_validation::check_value(request::decode_object(ct, body)?, &schema)
+        };
+        self.field_problems(checked, |v, p| {
+            field_validation::decode_error(self.rt(), v, p)
+        })
+    }
+
+    /// Upstream forbids adding finalizers to an object being deleted.
+    fn check_finalizers(&self, next: &Value, current: &Value) -> Result<(), ApiError> {
+        if !current["metadata"]["deletionTimestamp"].is_string() {
+            return Ok(());
+        }
+        let list = |v: &Value| -> Vec<String> {
+            v["metadata"]["finalizers"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|f| f.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let old = list(current);
+        let mut new: Vec<String> = list(next)
+            .into_iter()
+            .filter(|f| !old.contains(f))
+            .collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        new.sort();
+        new.dedup();
+        let quoted: Vec<String> = new.iter().map(|f| options::go_quote(f)).collect();
+        Err(validation::invalid(
+            self.rt(),
+            current["metadata"]["name"].as_str().unwrap_or_default(),
+            "metadata.finalizers",
+            "FieldValueForbidden",
+            format!(
+                "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                quoted.join(", ")
+            ),
+        ))
     }
 
     fn filter(&self) -> Result<Filter, ApiError> {
@@ -494,6 +611,7 @@ impl Handler<'_> {
             }
         }
         strategy::prepare_update(&self.strategy(), self.rt(), &current, &mut body)?;
+        self.check_finalizers(&body, &current)?;
         let body = self
             .admission("")
             .admit(Admit::Update, body, Some(&current))
@@ -562,6 +680,16 @@ impl Handler<'_> {
         let status_sub = has_sub(self.rt(), "status");
         let schema = openapi::definitions().get(&self.rt().definition);
         let create = (kind == PatchType::Apply).then_some(&patch);
+        // Duplicate keys in the patch itself come first, as upstream lists them.
+        let patch_dups: Vec<String> = match kind {
+            PatchType::Apply => Vec::new(),
+            PatchType::Json => field_validation::duplicates(body)
+                .into_iter()
+                .map(|d| format!("json patch {d}"))
+                .collect(),
+            _ => field_validation::duplicates(body),
+        };
+        let found = RefCell::new(Vec::new());
         let (code, object) = self
             .modify(&key, "", create, |current| {
             let mut next = current.clone();
@@ -590,84 +718,65 @@ impl Handler<'_> {
                     }
                 }
             }
-            Ok(next)
+            self.check_finalizers(&next, current)?;
+            if kind == PatchType::Apply {
+                return Ok(next);
+            }
+            let mut checked = field_validation::check_value(next, &self.rt().field_schema());
+            checked.problems.splice(0..0, patch_dups.iter().cloned());
+            if self.directive == Directive::Strict && !checked.problems.is_empty() {
+                let shown = match kind {
+                    PatchType::StrategicMerge => field_validation::go_format(&patch),
+                    _ => serde_json::to_string(&checked.value).unwrap_or_default(),
+                };
+                return Err(field_validation::patch_error(&shown, &checked.problems));
+            }
+            *found.borrow_mut() = std::mem::take(&mut checked.problems);
+            Ok(checked.value)
         })
         .await?;
+        if self.directive == Directive::Warn {
+            self.warnings.borrow_mut().extend(found.into_inner());
+        }
         self.respond(code, &object)
     }
 
     async fn delete(&self, content_type: &str, body: &[u8]) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
-        let mut pre = Preconditions::default();
-        let mut dry_run = self.params.get("dryRun").is_some();
-        let mut options = Value::Null;
-        if !body.iter().all(u8::is_ascii_whitespace) {
-            // client-go's typed clients (helm's release storage) send
-            // DeleteOptions as protobuf.
-            let opts = request::decode_object(content_type, body)?;
-            options = opts.clone();
-            let p = &opts["preconditions"];
-            pre.uid = p["uid"].as_str().map(str::to_owned);
-            pre.resource_version = p["resourceVersion"].as_str().map(str::to_owned);
-            // kubectl puts dryRun in the DeleteOptions body.
-            dry_run |= opts["dryRun"]
-                .as_array()
-                .is_some_and(|d| d.iter().any(|v| v == "All"));
-        }
+        let req = delete::parse(&self.params, content_type, body)?;
         let current = self.current(&key)?;
         let mut admission = self.admission("");
-        admission.dry_run = dry_run;
-        admission.admit_delete(&current, &options).await?;
-        let store: Arc<dyn Store> = if dry_run {
-            Arc::new(DryRun(self.store.clone()))
-        } else {
-            self.store.clone()
-        };
-        let object = store.delete(&key, &pre).map_err(|e| match e {
-            ApiError::ObjectNotFound(_) => self.not_found(&key),
-            e => e,
-        })?;
-        if !dry_run && self.store.get(&key).is_some() {
-            // Finalizers hold it: deletion is accepted, not done.
-            return self.respond(StatusCode::ACCEPTED, &object);
+        admission.dry_run = req.dry_run;
+        admission.admit_delete(&current, &req.raw).await?;
+        let clock = self.engine.registry().clock().clone();
+        let answer = delete::delete_one(&self.store, &clock, self.rt(), &key, &req).map_err(
+            |e| match e {
+                ApiError::ObjectNotFound(_) => self.not_found(&key),
+                e => e,
+            },
+        )?;
+        self.warnings.borrow_mut().extend(answer.warnings);
+        if answer.body["kind"] == "Status" {
+            return Ok(self.reply(answer.status).json(answer.body));
         }
-        Ok(HttpResponse::Ok().json(self.success(&key.name, &object)))
+        self.respond(answer.status, &answer.body)
     }
 
-    fn success(&self, name: &str, object: &Value) -> Value {
-        let rt = self.rt();
-        let mut details =
-            json!({ "name": name, "kind": rt.plural, "uid": object["metadata"]["uid"] });
-        if !rt.group.is_empty() {
-            details["group"] = json!(rt.group);
-        }
-        json!({
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Success",
-            "details": details,
-        })
-    }
-
-    fn delete_collection(&self) -> Result<HttpResponse, ApiError> {
+    fn delete_collection(&self, content_type: &str, body: &[u8]) -> Result<HttpResponse, ApiError> {
         let filter = self.filter()?;
-        let resource = self.scope.resource();
-        let snapshot = self.store.snapshot(&resource);
-        for ((ns, name), object) in snapshot.iter(filter.namespace.as_deref(), None) {
-            if filter.matches(object) {
-                match self.store.delete(
-                    &ObjectKey::new(&resource, ns, name),
-                    &Preconditions::default(),
-                ) {
-                    Ok(_) | Err(ApiError::ObjectNotFound(_)) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-        Ok(HttpResponse::Ok().json(json!({
-            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-        })))
+        let req = delete::parse(&self.params, content_type, body)?;
+        let clock = self.engine.registry().clock().clone();
+        let snapshot = self.store.snapshot(&self.scope.resource());
+        let list = delete::delete_collection(
+            &self.store,
+            &clock,
+            self.rt(),
+            &snapshot,
+            filter.namespace.as_deref(),
+            |o| filter.matches(o),
+            &req,
+        )?;
+        Ok(self.reply(StatusCode::OK).json(list))
     }
 
     fn view(&self, sub: Sub, object: &Value) -> Value {

@@ -18,7 +18,11 @@ use super::client::{
 use super::selector::Selector;
 use crate::error::ApiError;
 use crate::resources::ResourceRegistry;
-use crate::store::{EventKind, ObjectKey, Preconditions, Store, WatchFrom};
+use crate::store::deletion::Propagation as StorePropagation;
+use crate::store::{
+    DeleteOptions as StoreDeleteOptions, Deleted, EventKind, ObjectKey, Preconditions, Store,
+    WatchFrom,
+};
 
 /// One cluster's store, as the controllers reach it.
 #[derive(Debug, Clone)]
@@ -149,41 +153,29 @@ impl StoreClient {
         options: &DeleteOptions,
     ) -> Result<Option<Value>> {
         let key = key(kind, namespace, name);
-        let finalizer = match options.propagation {
-            Some(Propagation::Orphan) => Some("orphan"),
-            Some(Propagation::Foreground) => Some("foregroundDeletion"),
-            _ => None,
+        let opts = StoreDeleteOptions {
+            preconditions: Preconditions {
+                uid: options.uid.clone(),
+                resource_version: None,
+            },
+            grace_period_seconds: options.grace_period_seconds,
+            propagation: options.propagation.map(|p| match p {
+                Propagation::Orphan => StorePropagation::Orphan,
+                Propagation::Background => StorePropagation::Background,
+                Propagation::Foreground => StorePropagation::Foreground,
+            }),
+            orphan_dependents: None,
         };
-        if let Some(finalizer) = finalizer {
-            let current = self
-                .store
-                .get(&key)
-                .ok_or_else(|| ClientError::NotFound(format!("{} \"{name}\"", kind.plural)))?;
-            let mut next = (*current).clone();
-            let list = next["metadata"]["finalizers"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            if !list.iter().any(|f| f == finalizer) {
-                let mut list = list;
-                list.push(json!(finalizer));
-                next["metadata"]["finalizers"] = json!(list);
-                self.store
-                    .update(&key, next, &Preconditions::default())
-                    .map_err(client_error)?;
-            }
-        }
-        let pre = Preconditions {
-            uid: options.uid.clone(),
-            resource_version: None,
-        };
-        let deleted = self.store.delete(&key, &pre).map_err(client_error)?;
-        // Still stored means finalizers hold it, marked for deletion.
-        Ok(self
+        let strategy = crate::resources::deletion::strategy(kind.api_version, kind.kind);
+        match self
             .store
-            .get(&key)
-            .filter(|o| o["metadata"]["uid"] == deleted["metadata"]["uid"])
-            .map(|o| (*o).clone()))
+            .delete_with(&key, &strategy, &opts)
+            .map_err(client_error)?
+        {
+            Deleted::Now(_) => Ok(None),
+            // Still stored: terminating (grace period or finalizers).
+            Deleted::Pending(o) | Deleted::AlreadyPending(o) => Ok(Some((*o).clone())),
+        }
     }
 
     fn watch_now(&self, kind: Kind) -> Result<WatchStream> {

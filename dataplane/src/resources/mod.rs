@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 mod builtin;
+pub mod deletion;
 
 /// A subresource of a resource type (`status`, `scale`, `log`, …).
 #[derive(Debug, Clone, PartialEq, Eq)]

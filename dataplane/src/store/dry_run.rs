@@ -1,19 +1,31 @@
 //! `dryRun=All`: a [`Store`] view that checks writes as the real store would
-//! (existence, namespace, resourceVersion) and answers what would be stored,
-//! without storing anything.
+//! (existence, namespace, resourceVersion, delete preconditions) and answers
+//! what would be stored — a create with its uid and creationTimestamp, a delete
+//! with its deletionTimestamp — without storing anything, bumping no
+//! resourceVersion and telling no watcher.
 
 use std::sync::Arc;
 
+use chrono::SecondsFormat;
+use kemu_shared::SharedClock;
 use serde_json::{Value, json};
 
+use super::deletion::{self, Plan};
 use super::{
-    NAMESPACES, Object, ObjectKey, Preconditions, Snapshot, Store, Subscription, WatchFrom,
+    DeleteOptions, DeleteStrategy, Deleted, NAMESPACES, Object, ObjectKey, Preconditions, Snapshot,
+    Store, Subscription, WatchFrom,
 };
 use crate::error::{ApiError, Target};
 
 /// Reads go to the inner store; writes change nothing.
 #[derive(Debug)]
-pub struct DryRun(pub Arc<dyn Store>);
+pub struct DryRun(pub Arc<dyn Store>, pub SharedClock);
+
+impl DryRun {
+    fn timestamp(&self) -> String {
+        self.1.now().to_rfc3339_opts(SecondsFormat::Secs, true)
+    }
+}
 
 fn target(key: &ObjectKey) -> Target {
     let (kind, group) = super::split_group_resource(&key.resource);
@@ -61,9 +73,24 @@ impl Store for DryRun {
         if self.0.get(key).is_some() {
             return Err(ApiError::AlreadyExists(target(key)));
         }
+        // What the store would stamp, but no resourceVersion: nothing is stored.
         object["metadata"]["name"] = json!(key.name);
         if !key.namespace.is_empty() {
             object["metadata"]["namespace"] = json!(key.namespace);
+        }
+        object["metadata"]["uid"] = json!(uuid::Uuid::new_v4().to_string());
+        object["metadata"]["creationTimestamp"] = json!(self.timestamp());
+        if object.get("spec").is_some() {
+            object["metadata"]["generation"] = json!(1);
+        }
+        if let Some(m) = object["metadata"].as_object_mut() {
+            for field in [
+                "resourceVersion",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+            ] {
+                m.remove(field);
+            }
         }
         Ok(Arc::new(object))
     }
@@ -98,10 +125,30 @@ impl Store for DryRun {
         Ok(Arc::new(object))
     }
 
-    fn delete(&self, key: &ObjectKey, _pre: &Preconditions) -> Result<Object, ApiError> {
-        self.0
+    fn delete_with(
+        &self,
+        key: &ObjectKey,
+        strategy: &DeleteStrategy,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
+        let current = self
+            .0
             .get(key)
-            .ok_or_else(|| ApiError::ObjectNotFound(target(key)))
+            .ok_or_else(|| ApiError::ObjectNotFound(target(key)))?;
+        Ok(
+            match deletion::plan(strategy, &current, opts, self.1.now())? {
+                Plan::Keep {
+                    already_pending: true,
+                } => Deleted::AlreadyPending(current),
+                Plan::Keep {
+                    already_pending: false,
+                } => Deleted::Pending(current),
+                Plan::Write(next) => Deleted::Pending(Arc::new(next)),
+                // Upstream answers the terminating state it computed, if any.
+                Plan::Remove { update: Some(next) } => Deleted::Now(Arc::new(next)),
+                Plan::Remove { update: None } => Deleted::Now(current),
+            },
+        )
     }
 
     fn watch(&self, resource: &str, from: WatchFrom) -> Result<Subscription, ApiError> {

@@ -11,9 +11,10 @@ use parking_lot::RwLock;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+use super::deletion::{self, Plan};
 use super::{
-    Event, EventKind, NAMESPACES, Object, ObjectKey, Preconditions, Snapshot, Store, Subscription,
-    WatchFrom, split_group_resource,
+    DeleteOptions, DeleteStrategy, Deleted, Event, EventKind, NAMESPACES, Object, ObjectKey,
+    Preconditions, Snapshot, Store, Subscription, WatchFrom, split_group_resource,
 };
 use crate::error::{ApiError, Target};
 
@@ -114,12 +115,6 @@ fn meta_mut(v: &mut Value) -> &mut serde_json::Map<String, Value> {
         Some(m) => m,
         None => unreachable!("metadata was just made an object"),
     }
-}
-
-fn has_finalizers(v: &Value) -> bool {
-    v["metadata"]["finalizers"]
-        .as_array()
-        .is_some_and(|f| !f.is_empty())
 }
 
 impl MemoryStore {
@@ -242,24 +237,38 @@ impl MemoryStore {
         &self,
         st: &mut State,
         key: &ObjectKey,
-        pre: &Preconditions,
-    ) -> Result<Object, ApiError> {
+        strategy: &DeleteStrategy,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
         let current = st
             .resources
             .get(&key.resource)
             .and_then(|m| m.get(&(key.namespace.clone(), key.name.clone())))
             .cloned()
             .ok_or_else(|| ApiError::ObjectNotFound(target(key)))?;
-        Self::check_preconditions(key, &current, pre)?;
-        if has_finalizers(&current) {
-            if current["metadata"]["deletionTimestamp"].is_string() {
-                return Ok(current);
+        let mut last = current.clone();
+        match deletion::plan(strategy, &current, opts, self.now())? {
+            Plan::Keep { already_pending } => {
+                return Ok(if already_pending {
+                    Deleted::AlreadyPending(current)
+                } else {
+                    Deleted::Pending(current)
+                });
             }
-            let mut marked = (*current).clone();
-            let meta = meta_mut(&mut marked);
-            meta.insert("deletionTimestamp".into(), json!(self.timestamp()));
-            meta.insert("deletionGracePeriodSeconds".into(), json!(0));
-            return Ok(self.commit(st, EventKind::Modified, key, marked, Some(current)));
+            Plan::Write(next) => {
+                self.check_size(key, &next)?;
+                return Ok(Deleted::Pending(self.commit(
+                    st,
+                    EventKind::Modified,
+                    key,
+                    next,
+                    Some(current),
+                )));
+            }
+            Plan::Remove { update: Some(next) } => {
+                last = self.commit(st, EventKind::Modified, key, next, Some(current));
+            }
+            Plan::Remove { update: None } => {}
         }
         if key.resource == NAMESPACES {
             // No namespace controller yet: its contents go with it, each with
@@ -285,13 +294,13 @@ impl MemoryStore {
                 }
             }
         }
-        Ok(self.commit(
+        Ok(Deleted::Now(self.commit(
             st,
             EventKind::Deleted,
             key,
-            (*current).clone(),
-            Some(current),
-        ))
+            (*last).clone(),
+            Some(last),
+        )))
     }
 }
 
@@ -490,15 +499,33 @@ impl Store for MemoryStore {
             return Ok(current);
         }
         self.check_size(key, &object)?;
-        if object["metadata"]["deletionTimestamp"].is_string() && !has_finalizers(&object) {
-            return Ok(self.commit(&mut st, EventKind::Deleted, key, object, Some(current)));
+        if deletion::removes_on_update(&object, &current) {
+            // As upstream: the update is not written; watchers see the last
+            // stored state deleted, the writer gets its object back.
+            let gone = self.commit(
+                &mut st,
+                EventKind::Deleted,
+                key,
+                (*current).clone(),
+                Some(current),
+            );
+            meta_mut(&mut object).insert(
+                "resourceVersion".into(),
+                gone["metadata"]["resourceVersion"].clone(),
+            );
+            return Ok(Arc::new(object));
         }
         Ok(self.commit(&mut st, EventKind::Modified, key, object, Some(current)))
     }
 
-    fn delete(&self, key: &ObjectKey, pre: &Preconditions) -> Result<Object, ApiError> {
+    fn delete_with(
+        &self,
+        key: &ObjectKey,
+        strategy: &DeleteStrategy,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
         let mut st = self.state.write();
-        self.delete_locked(&mut st, key, pre)
+        self.delete_locked(&mut st, key, strategy, opts)
     }
 
     fn watch(&self, resource: &str, from: WatchFrom) -> Result<Subscription, ApiError> {

@@ -15,9 +15,11 @@ use tokio::sync::broadcast;
 
 use crate::error::ApiError;
 
+pub mod deletion;
 mod dry_run;
 mod memory;
 
+pub use deletion::{DeleteOptions, DeleteStrategy, Deleted};
 pub use dry_run::DryRun;
 pub use memory::{INITIAL_NAMESPACES, MemoryStore, StoreLimits};
 
@@ -200,7 +202,25 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// Deletes an object, or marks it for deletion while finalizers remain.
     /// Deleting a namespace deletes everything in it.
-    fn delete(&self, key: &ObjectKey, pre: &Preconditions) -> Result<Object, ApiError>;
+    fn delete(&self, key: &ObjectKey, pre: &Preconditions) -> Result<Object, ApiError> {
+        let (resource, group) = split_group_resource(&key.resource);
+        let opts = DeleteOptions {
+            preconditions: pre.clone(),
+            ..DeleteOptions::default()
+        };
+        self.delete_with(key, &DeleteStrategy::plain(resource, group), &opts)
+            .map(Deleted::into_object)
+    }
+
+    /// Deletes an object as kube-apiserver does for its kind
+    /// ([`deletion::plan`], applied atomically): graceful deletion,
+    /// finalizers, the garbage collector's propagation finalizers.
+    fn delete_with(
+        &self,
+        key: &ObjectKey,
+        strategy: &DeleteStrategy,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted, ApiError>;
 
     /// Subscribes to writes; 410 Gone when `from` is older than the history.
     fn watch(&self, resource: &str, from: WatchFrom) -> Result<Subscription, ApiError>;

@@ -1,0 +1,127 @@
+//! The write options every mutating verb shares (`dryRun`, and the 422 a bad
+//! option gets), worded as upstream's `metav1` validation words them:
+//! `CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: …`.
+
+use crate::api::request::Params;
+use crate::error::{ApiError, Cause, Target};
+
+/// The meta group the options kinds live in.
+const META_GROUP: &str = "meta.k8s.io";
+
+/// Which options object a verb takes (names the kind in its errors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionsKind {
+    /// POST.
+    Create,
+    /// PUT.
+    Update,
+    /// PATCH.
+    Patch,
+    /// DELETE of one object or a collection.
+    Delete,
+}
+
+impl OptionsKind {
+    fn kind(self) -> &'static str {
+        match self {
+            OptionsKind::Create => "CreateOptions",
+            OptionsKind::Update => "UpdateOptions",
+            OptionsKind::Patch => "PatchOptions",
+            OptionsKind::Delete => "DeleteOptions",
+        }
+    }
+}
+
+/// One invalid option, as a `field.Error`.
+pub fn cause(reason: &str, field: &str, message: String) -> Cause {
+    Cause {
+        reason: reason.to_owned(),
+        message,
+        field: field.to_owned(),
+    }
+}
+
+/// The 422 for invalid options: `<Kind>.meta.k8s.io "" is invalid: …`.
+pub fn invalid(kind: OptionsKind, causes: Vec<Cause>) -> ApiError {
+    ApiError::Invalid {
+        target: Target {
+            name: String::new(),
+            group: META_GROUP.into(),
+            kind: kind.kind().into(),
+        },
+        kind: format!("{}.{META_GROUP}", kind.kind()),
+        causes,
+    }
+}
+
+/// Go's `%q` of a string (what upstream's messages quote values with).
+pub fn go_quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+}
+
+/// `field.NotSupported` of a `[]string` value.
+pub fn unsupported_list(field: &str, values: &[String], supported: &[&str]) -> Cause {
+    let list: Vec<String> = values.iter().map(|v| go_quote(v)).collect();
+    let supported: Vec<String> = supported.iter().map(|v| go_quote(v)).collect();
+    cause(
+        "FieldValueNotSupported",
+        field,
+        format!(
+            "Unsupported value: []string{{{}}}: supported values: {}",
+            list.join(", "),
+            supported.join(", ")
+        ),
+    )
+}
+
+/// `field.NotSupported` of a string value.
+pub fn unsupported(field: &str, value: &str, supported: &[&str]) -> Cause {
+    let supported: Vec<String> = supported.iter().map(|v| go_quote(v)).collect();
+    cause(
+        "FieldValueNotSupported",
+        field,
+        format!(
+            "Unsupported value: {}: supported values: {}",
+            go_quote(value),
+            supported.join(", ")
+        ),
+    )
+}
+
+/// Checks a `dryRun` list: every value must be `All`.
+pub fn check_dry_run(values: &[String]) -> Result<bool, Cause> {
+    if values.iter().all(|v| v == "All") {
+        Ok(!values.is_empty())
+    } else {
+        Err(unsupported_list("dryRun", values, &["All"]))
+    }
+}
+
+/// Whether the query asks for a dry run; 422 for values other than `All`.
+pub fn dry_run_query(params: &Params, kind: OptionsKind) -> Result<bool, ApiError> {
+    let values: Vec<String> = params
+        .get("dryRun")
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    check_dry_run(&values).map_err(|c| invalid(kind, vec![c]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_dry_run_reads_as_upstream() {
+        let params = Params::parse("dryRun=Some").unwrap();
+        let err = dry_run_query(&params, OptionsKind::Create).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "CreateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: []string{\"Some\"}: supported values: \"All\""
+        );
+        assert_eq!(err.status()["code"], 422);
+        assert_eq!(err.status()["details"]["group"], "meta.k8s.io");
+        assert!(dry_run_query(&Params::parse("dryRun=All").unwrap(), OptionsKind::Patch).unwrap());
+        assert!(!dry_run_query(&Params::parse("").unwrap(), OptionsKind::Patch).unwrap());
+    }
+}
