@@ -103,6 +103,21 @@ pub enum ApiError {
     /// Something kemu itself failed at.
     #[error("{0}")]
     Internal(String),
+    /// A patch that does not apply to the object (a JSON patch `test` that
+    /// fails, a missing path): upstream answers 422 with this generic text.
+    #[error("the server rejected our request due to an error in our request")]
+    PatchRejected,
+    /// An error upstream returns as a plain Go error: 500 with no reason.
+    #[error("{0}")]
+    Unclassified(String),
+    /// Server-side apply found fields another manager owns.
+    #[error("{message}")]
+    ApplyConflict {
+        /// "Apply failed with N conflict(s): …", as upstream words it.
+        message: String,
+        /// One `FieldManagerConflict` cause per field.
+        causes: Vec<Cause>,
+    },
 }
 
 fn causes_text(causes: &[Cause]) -> String {
@@ -124,7 +139,7 @@ impl ApiError {
                 "NotFound"
             }
             ApiError::AlreadyExists(_) => "AlreadyExists",
-            ApiError::Conflict { .. } => "Conflict",
+            ApiError::Conflict { .. } | ApiError::ApplyConflict { .. } => "Conflict",
             ApiError::Invalid { .. } => "Invalid",
             ApiError::BadRequest(_) => "BadRequest",
             ApiError::Unauthorized => "Unauthorized",
@@ -136,6 +151,8 @@ impl ApiError {
             ApiError::TooLarge(_) => "RequestEntityTooLarge",
             ApiError::TooManyRequests(_) => "TooManyRequests",
             ApiError::Internal(_) => "InternalError",
+            ApiError::PatchRejected => "Invalid",
+            ApiError::Unclassified(_) => "",
         }
     }
 
@@ -147,6 +164,8 @@ impl ApiError {
             | ApiError::AlreadyExists(t)
             | ApiError::Conflict { target: t, .. } => details(t, None),
             ApiError::Invalid { target, causes, .. } => details(target, Some(causes)),
+            ApiError::PatchRejected => json!({}),
+            ApiError::ApplyConflict { causes, .. } => json!({ "causes": causes_json(causes) }),
             _ => Value::Null,
         };
         let mut status = json!({
@@ -161,6 +180,12 @@ impl ApiError {
         if !details.is_null() {
             status["details"] = details;
         }
+        if self.reason().is_empty()
+            && let Some(m) = status.as_object_mut()
+        {
+            // Go omits an empty (Unknown) reason.
+            m.remove("reason");
+        }
         status
     }
 }
@@ -171,12 +196,16 @@ fn details(t: &Target, causes: Option<&Vec<Cause>>) -> Value {
         d["group"] = json!(t.group);
     }
     if let Some(causes) = causes {
-        d["causes"] = causes
-            .iter()
-            .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
-            .collect();
+        d["causes"] = causes_json(causes);
     }
     d
+}
+
+fn causes_json(causes: &[Cause]) -> Value {
+    causes
+        .iter()
+        .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
+        .collect()
 }
 
 impl ResponseError for ApiError {
@@ -185,7 +214,9 @@ impl ResponseError for ApiError {
             ApiError::NotFound | ApiError::ObjectNotFound(_) | ApiError::ClusterGone(_) => {
                 StatusCode::NOT_FOUND
             }
-            ApiError::AlreadyExists(_) | ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::AlreadyExists(_)
+            | ApiError::Conflict { .. }
+            | ApiError::ApplyConflict { .. } => StatusCode::CONFLICT,
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
@@ -196,7 +227,10 @@ impl ResponseError for ApiError {
             ApiError::Gone(_) => StatusCode::GONE,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Internal(_) | ApiError::Unclassified(_) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+            ApiError::PatchRejected => StatusCode::UNPROCESSABLE_ENTITY,
         }
     }
 

@@ -6,6 +6,7 @@ use crate::error::ApiError;
 
 pub mod discovery;
 pub mod health;
+pub mod managedfields;
 pub mod openapi;
 pub mod patch;
 pub mod protobuf;

@@ -24,6 +24,8 @@ use crate::error::ApiError;
 use crate::resources::ResourceType;
 use crate::store::{DryRun, ObjectKey, Preconditions, Snapshot, Store, WatchFrom};
 
+mod fields;
+
 /// One variant per operation the generic handler serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Operation {
@@ -147,6 +149,7 @@ pub async fn dispatch(
         .unwrap_or_default();
     let h = Handler {
         engine: &engine,
+        field_manager: fields::manager(&params, request::header(&req, "user-agent")),
         user,
         store,
         scope,
@@ -183,6 +186,8 @@ struct Handler<'a> {
     engine: &'a Engine,
     /// Who the request is served as (after impersonation).
     user: kemu_shared::UserInfo,
+    /// The field manager writes are recorded as.
+    field_manager: String,
     store: Arc<dyn Store>,
     scope: Scope,
     params: Params,
@@ -441,6 +446,7 @@ impl Handler<'_> {
         let mut named = body.clone();
         named["metadata"]["name"] = json!(name);
         self.check_rbac_write(&named, None)?;
+        self.track(None, &mut body);
         let created = self.store.create(&key, body)?;
         self.respond(StatusCode::CREATED, &created)
     }
@@ -466,6 +472,7 @@ impl Handler<'_> {
             }
         }
         self.check_rbac_write(&body, Some(&current))?;
+        self.track(Some(&current), &mut body);
         let updated = self.store.update(&key, body, &Preconditions::default())?;
         self.respond(StatusCode::OK, &updated)
     }
@@ -516,15 +523,15 @@ impl Handler<'_> {
     }
 
     fn patch(&self, kind: PatchType, body: &[u8]) -> Result<HttpResponse, ApiError> {
+        self.check_patch_options(kind)?;
+        if kind == PatchType::Apply {
+            return self.apply(body);
+        }
         let key = self.key()?;
-        let patch = match kind {
-            PatchType::Apply => request::decode_yaml(body)?,
-            _ => request::decode_json(body)?,
-        };
+        let patch = request::decode_json(body)?;
         let status_sub = has_sub(self.rt(), "status");
         let schema = openapi::definitions().get(&self.rt().definition);
-        let create = (kind == PatchType::Apply).then_some(&patch);
-        let (code, object) = self.modify(&key, create, |current| {
+        let (code, object) = self.modify(&key, None, |current| {
             let mut next = current.clone();
             next["metadata"]["resourceVersion"] = Value::Null;
             patch::apply(kind, &mut next, &patch, schema)?;
@@ -542,15 +549,9 @@ impl Handler<'_> {
                 )));
             }
             if status_sub {
-                match current.get("status") {
-                    Some(s) => next["status"] = s.clone(),
-                    None => {
-                        if let Some(m) = next.as_object_mut() {
-                            m.remove("status");
-                        }
-                    }
-                }
+                keep_status(current, &mut next);
             }
+            self.track(Some(current), &mut next);
             Ok(next)
         })?;
         self.respond(code, &object)
@@ -727,6 +728,18 @@ impl Handler<'_> {
             Ok(next)
         })?;
         Ok(HttpResponse::Ok().json(self.view(sub, &updated)))
+    }
+}
+
+/// Writes through the main resource leave `status` as it is.
+fn keep_status(current: &Value, next: &mut Value) {
+    match current.get("status") {
+        Some(s) => next["status"] = s.clone(),
+        None => {
+            if let Some(m) = next.as_object_mut() {
+                m.remove("status");
+            }
+        }
     }
 }
 
