@@ -128,8 +128,12 @@ pub fn item_element(list: &ListType, index: usize, item: &Value, item_schema: Sc
             let mut k = BTreeMap::new();
             for key in keys {
                 let v = m.get(key).cloned().or_else(|| {
-                    // A key field left out takes its schema default (a port's protocol).
-                    child_schema(item_schema, key).and_then(|s| s.get("default").cloned())
+                    // A key field left out takes its default, as upstream's
+                    // converter reads it from the schema; the v2 definitions
+                    // lack the one key default built-ins have (a port's protocol).
+                    child_schema(item_schema, key)
+                        .and_then(|s| s.get("default").cloned())
+                        .or_else(|| (key == "protocol").then(|| Value::from("TCP")))
                 });
                 if let Some(v) = v {
                     k.insert(key.clone(), v);
@@ -218,7 +222,7 @@ impl Comparison {
 /// Compares `old` and `new` under `schema`.
 pub fn compare(old: &Value, new: &Value, schema: Schema) -> Comparison {
     let mut c = Comparison::default();
-    cmp(Some(old), Some(new), schema, &mut Vec::new(), &mut c);
+    cmp(Some(old), Some(new), schema, false, &mut Vec::new(), &mut c);
     c
 }
 
@@ -231,7 +235,14 @@ fn is_empty_container(v: Option<&Value>) -> bool {
     }
 }
 
-fn cmp(l: Option<&Value>, r: Option<&Value>, schema: Schema, path: &mut Path, c: &mut Comparison) {
+fn cmp(
+    l: Option<&Value>,
+    r: Option<&Value>,
+    schema: Schema,
+    item: bool,
+    path: &mut Path,
+    c: &mut Comparison,
+) {
     let Some(v) = r.or(l) else { return };
     let mut sh = shape(schema, v);
     if let (Some(l), Some(r)) = (l, r)
@@ -264,7 +275,7 @@ fn cmp(l: Option<&Value>, r: Option<&Value>, schema: Schema, path: &mut Path, c:
             let rm = r.and_then(Value::as_object).unwrap_or(&empty);
             for k in lm.keys().chain(rm.keys().filter(|k| !lm.contains_key(*k))) {
                 path.push(field(k));
-                cmp(lm.get(k), rm.get(k), child_schema(schema, k), path, c);
+                cmp(lm.get(k), rm.get(k), child_schema(schema, k), false, path, c);
                 path.pop();
             }
         }
@@ -279,13 +290,13 @@ fn cmp(l: Option<&Value>, r: Option<&Value>, schema: Schema, path: &mut Path, c:
             }
             for (e, lv) in &li {
                 path.push(e.clone());
-                cmp(Some(lv), find(&ri, e), is, path, c);
+                cmp(Some(lv), find(&ri, e), is, true, path, c);
                 path.pop();
             }
             for (e, rv) in &ri {
                 if find(&li, e).is_none() {
                     path.push(e.clone());
-                    cmp(None, Some(rv), is, path, c);
+                    cmp(None, Some(rv), is, true, path, c);
                     path.pop();
                 }
             }
@@ -293,8 +304,8 @@ fn cmp(l: Option<&Value>, r: Option<&Value>, schema: Schema, path: &mut Path, c:
         Shape::Scalar => {}
     }
     // A granular node that appears or goes is itself added or removed;
-    // structs are left out, as upstream's typed zero values hold them.
-    if !path.is_empty() && !matches!(sh, Shape::Struct { .. }) {
+    // struct fields are left out, as upstream's typed zero values hold them.
+    if !path.is_empty() && (item || !matches!(sh, Shape::Struct { .. })) {
         match (l, r) {
             (None, Some(_)) => c.added.insert(path),
             (Some(_), None) => c.removed.insert(path),
