@@ -107,6 +107,21 @@ pub enum ApiError {
     /// webhook's own code, reason and message; a 403 with its details).
     #[error("{}", .0["message"].as_str().unwrap_or_default())]
     Refused(Box<Value>),
+    /// A patch that does not apply to the object (a JSON patch `test` that
+    /// fails, a missing path): upstream answers 422 with this generic text.
+    #[error("the server rejected our request due to an error in our request")]
+    PatchRejected,
+    /// An error upstream returns as a plain Go error: 500 with no reason.
+    #[error("{0}")]
+    Unclassified(String),
+    /// Server-side apply found fields another manager owns.
+    #[error("{message}")]
+    ApplyConflict {
+        /// "Apply failed with N conflict(s): …", as upstream words it.
+        message: String,
+        /// One `FieldManagerConflict` cause per field.
+        causes: Vec<Cause>,
+    },
 }
 
 fn causes_text(causes: &[Cause]) -> String {
@@ -128,7 +143,7 @@ impl ApiError {
                 "NotFound"
             }
             ApiError::AlreadyExists(_) => "AlreadyExists",
-            ApiError::Conflict { .. } => "Conflict",
+            ApiError::Conflict { .. } | ApiError::ApplyConflict { .. } => "Conflict",
             ApiError::Invalid { .. } => "Invalid",
             ApiError::BadRequest(_) => "BadRequest",
             ApiError::Unauthorized => "Unauthorized",
@@ -147,6 +162,8 @@ impl ApiError {
                 Some("InternalError") => "InternalError",
                 _ => "",
             },
+            ApiError::PatchRejected => "Invalid",
+            ApiError::Unclassified(_) => "",
         }
     }
 
@@ -161,6 +178,8 @@ impl ApiError {
             | ApiError::AlreadyExists(t)
             | ApiError::Conflict { target: t, .. } => details(t, None),
             ApiError::Invalid { target, causes, .. } => details(target, Some(causes)),
+            ApiError::PatchRejected => json!({}),
+            ApiError::ApplyConflict { causes, .. } => json!({ "causes": causes_json(causes) }),
             _ => Value::Null,
         };
         let mut status = json!({
@@ -175,6 +194,12 @@ impl ApiError {
         if !details.is_null() {
             status["details"] = details;
         }
+        if self.reason().is_empty()
+            && let Some(m) = status.as_object_mut()
+        {
+            // Go omits an empty (Unknown) reason.
+            m.remove("reason");
+        }
         status
     }
 }
@@ -185,12 +210,16 @@ fn details(t: &Target, causes: Option<&Vec<Cause>>) -> Value {
         d["group"] = json!(t.group);
     }
     if let Some(causes) = causes {
-        d["causes"] = causes
-            .iter()
-            .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
-            .collect();
+        d["causes"] = causes_json(causes);
     }
     d
+}
+
+fn causes_json(causes: &[Cause]) -> Value {
+    causes
+        .iter()
+        .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
+        .collect()
 }
 
 impl ResponseError for ApiError {
@@ -199,7 +228,9 @@ impl ResponseError for ApiError {
             ApiError::NotFound | ApiError::ObjectNotFound(_) | ApiError::ClusterGone(_) => {
                 StatusCode::NOT_FOUND
             }
-            ApiError::AlreadyExists(_) | ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::AlreadyExists(_)
+            | ApiError::Conflict { .. }
+            | ApiError::ApplyConflict { .. } => StatusCode::CONFLICT,
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
@@ -210,12 +241,15 @@ impl ResponseError for ApiError {
             ApiError::Gone(_) => StatusCode::GONE,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Internal(_) | ApiError::Unclassified(_) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
             ApiError::Refused(status) => status["code"]
                 .as_u64()
                 .and_then(|c| u16::try_from(c).ok())
                 .and_then(|c| StatusCode::from_u16(c).ok())
                 .unwrap_or(StatusCode::FORBIDDEN),
+            ApiError::PatchRejected => StatusCode::UNPROCESSABLE_ENTITY,
         }
     }
 

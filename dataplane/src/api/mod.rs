@@ -14,6 +14,7 @@ pub mod health;
 pub mod netpol;
 pub mod log;
 pub mod oidc;
+pub mod managedfields;
 pub mod openapi;
 pub mod options;
 pub mod patch;

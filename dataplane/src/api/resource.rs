@@ -32,6 +32,8 @@ use crate::store::{DryRun, ObjectKey, Preconditions, Snapshot, Store, WatchFrom}
 use crate::strategy;
 use std::cell::RefCell;
 
+mod fields;
+
 /// One variant per operation the generic handler serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Operation {
@@ -193,6 +195,7 @@ pub async fn dispatch(
     let h = Handler {
         engine: &engine,
         network: engine.network(&cluster.id),
+        field_manager: fields::manager(&params, request::header(&req, "user-agent")),
         user,
         store,
         scope,
@@ -236,6 +239,8 @@ struct Handler<'a> {
     network: Option<Arc<crate::network::ClusterNetwork>>,
     /// Who the request is served as (after impersonation).
     user: kemu_shared::UserInfo,
+    /// The field manager writes are recorded as.
+    field_manager: String,
     store: Arc<dyn Store>,
     scope: Scope,
     params: Params,
@@ -586,6 +591,7 @@ impl Handler<'_> {
         named["metadata"]["name"] = json!(name);
         let mut admitted = self.admission("").admit(Admit::Create, named, None).await?;
         admitted["metadata"]["name"] = json!(name);
+        self.track(None, &mut admitted);
         let created = self.store.create(&key, admitted)?;
         self.respond(StatusCode::CREATED, &created)
     }
@@ -612,10 +618,11 @@ impl Handler<'_> {
         }
         strategy::prepare_update(&self.strategy(), self.rt(), &current, &mut body)?;
         self.check_finalizers(&body, &current)?;
-        let body = self
+        let mut body = self
             .admission("")
             .admit(Admit::Update, body, Some(&current))
             .await?;
+        self.track(Some(&current), &mut body);
         let updated = self.store.update(&key, body, &Preconditions::default())?;
         self.respond(StatusCode::OK, &updated)
     }
@@ -672,17 +679,16 @@ impl Handler<'_> {
     }
 
     async fn patch(&self, kind: PatchType, body: &[u8]) -> Result<HttpResponse, ApiError> {
+        self.check_patch_options(kind)?;
+        if kind == PatchType::Apply {
+            return self.apply(body).await;
+        }
         let key = self.key()?;
-        let patch = match kind {
-            PatchType::Apply => request::decode_yaml(body)?,
-            _ => request::decode_json(body)?,
-        };
+        let patch = request::decode_json(body)?;
         let status_sub = has_sub(self.rt(), "status");
         let schema = openapi::definitions().get(&self.rt().definition);
-        let create = (kind == PatchType::Apply).then_some(&patch);
         // Duplicate keys in the patch itself come first, as upstream lists them.
         let patch_dups: Vec<String> = match kind {
-            PatchType::Apply => Vec::new(),
             PatchType::Json => field_validation::duplicates(body)
                 .into_iter()
                 .map(|d| format!("json patch {d}"))
@@ -691,7 +697,7 @@ impl Handler<'_> {
         };
         let found = RefCell::new(Vec::new());
         let (code, object) = self
-            .modify(&key, "", create, |current| {
+            .modify(&key, "", None, |current| {
             let mut next = current.clone();
             next["metadata"]["resourceVersion"] = Value::Null;
             patch::apply(kind, &mut next, &patch, schema)?;
@@ -709,19 +715,9 @@ impl Handler<'_> {
                 )));
             }
             if status_sub {
-                match current.get("status") {
-                    Some(s) => next["status"] = s.clone(),
-                    None => {
-                        if let Some(m) = next.as_object_mut() {
-                            m.remove("status");
-                        }
-                    }
-                }
+                keep_status(current, &mut next);
             }
             self.check_finalizers(&next, current)?;
-            if kind == PatchType::Apply {
-                return Ok(next);
-            }
             let mut checked = field_validation::check_value(next, &self.rt().field_schema());
             checked.problems.splice(0..0, patch_dups.iter().cloned());
             if self.directive == Directive::Strict && !checked.problems.is_empty() {
@@ -732,7 +728,9 @@ impl Handler<'_> {
                 return Err(field_validation::patch_error(&shown, &checked.problems));
             }
             *found.borrow_mut() = std::mem::take(&mut checked.problems);
-            Ok(checked.value)
+            let mut next = checked.value;
+            self.track(Some(current), &mut next);
+            Ok(next)
         })
         .await?;
         if self.directive == Directive::Warn {
@@ -895,6 +893,18 @@ impl Handler<'_> {
         })
         .await?;
         Ok(HttpResponse::Ok().json(self.view(sub, &updated)))
+    }
+}
+
+/// Writes through the main resource leave `status` as it is.
+fn keep_status(current: &Value, next: &mut Value) {
+    match current.get("status") {
+        Some(s) => next["status"] = s.clone(),
+        None => {
+            if let Some(m) = next.as_object_mut() {
+                m.remove("status");
+            }
+        }
     }
 }
 

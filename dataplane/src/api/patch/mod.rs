@@ -1,0 +1,97 @@
+//! Patch types, one file each: JSON patch (RFC 6902, [`json`]), merge patch
+//! (RFC 7386, [`merge`]) and strategic merge patch ([`strategic`]), driven by
+//! the upstream schemas' patch extensions. Server-side apply
+//! (`apply-patch+yaml`) is field management, not a patch: see
+//! [`managedfields`](crate::api::managedfields).
+
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::error::ApiError;
+
+pub mod json;
+pub mod merge;
+pub mod strategic;
+
+pub use merge::merge;
+
+/// The patch type, from the request's Content-Type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    /// `application/json-patch+json`.
+    Json,
+    /// `application/merge-patch+json`.
+    Merge,
+    /// `application/strategic-merge-patch+json`.
+    StrategicMerge,
+    /// `application/apply-patch+yaml` (server-side apply).
+    Apply,
+}
+
+/// The media types PATCH accepts, as upstream lists them in a 415.
+pub const ACCEPTED: &str = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json, application/apply-patch+cbor";
+
+impl PatchType {
+    /// The patch type named by a Content-Type, if supported.
+    pub fn from_content_type(ct: &str) -> Option<Self> {
+        match ct.split(';').next().unwrap_or_default().trim() {
+            "application/json-patch+json" => Some(PatchType::Json),
+            "application/merge-patch+json" => Some(PatchType::Merge),
+            "application/strategic-merge-patch+json" => Some(PatchType::StrategicMerge),
+            "application/apply-patch+yaml" => Some(PatchType::Apply),
+            _ => None,
+        }
+    }
+}
+
+/// An OpenAPI v2 schema of the patched type (its patch extensions drive the
+/// strategic merge), if the type has one.
+pub type Schema = Option<&'static Value>;
+
+/// Why a patch could not be applied, sorted by how upstream answers it.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum PatchError {
+    /// The patch document is malformed (400 BadRequest with this message).
+    #[error("{0}")]
+    Malformed(String),
+    /// The patch does not apply to the object (422 with upstream's generic
+    /// "rejected" message: the apiserver drops the detail).
+    #[error("{0}")]
+    DoesNotApply(String),
+    /// An error upstream's patch code returns as a plain Go error, which the
+    /// apiserver answers as a 500 with no reason.
+    #[error("{0}")]
+    Unclassified(String),
+}
+
+impl From<PatchError> for ApiError {
+    fn from(e: PatchError) -> Self {
+        match e {
+            PatchError::Malformed(m) => ApiError::BadRequest(m),
+            PatchError::DoesNotApply(detail) => {
+                tracing::debug!(%detail, "patch does not apply");
+                ApiError::PatchRejected
+            }
+            PatchError::Unclassified(m) => ApiError::Unclassified(m),
+        }
+    }
+}
+
+/// Applies a JSON, merge or strategic merge `patch` to `target`, whose
+/// type's schema is `schema`. On error `target` is unchanged. Apply patches
+/// are handled by field management, never here.
+pub fn apply(
+    kind: PatchType,
+    target: &mut Value,
+    patch: &Value,
+    schema: Schema,
+) -> Result<(), PatchError> {
+    match kind {
+        PatchType::Json => json::apply(target, patch),
+        PatchType::Merge | PatchType::Apply => {
+            merge(target, patch);
+            Ok(())
+        }
+        PatchType::StrategicMerge => strategic::apply(target, patch, schema),
+    }
+}

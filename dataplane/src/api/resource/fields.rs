@@ -1,0 +1,153 @@
+//! Field management on the generic write path: every create, update and
+//! patch records its manager; apply patches go through server-side apply.
+
+use actix_web::HttpResponse;
+use actix_web::http::StatusCode;
+use serde_json::{Value, json};
+
+use super::{Handler, has_sub, keep_status};
+use crate::api::managedfields::{self, Writer};
+use crate::api::openapi;
+use crate::api::patch::PatchType;
+use crate::api::request::{self, Params};
+use crate::error::{ApiError, Cause, Target};
+
+/// Upstream's cap on a field manager's length.
+const MAX_MANAGER: usize = 128;
+
+/// The field manager of a request: `fieldManager`, else the user agent up
+/// to its first `/` (as upstream derives it: `kubectl`, `python-requests`).
+pub(super) fn manager(params: &Params, user_agent: &str) -> String {
+    match params.get("fieldManager") {
+        Some(m) if !m.is_empty() => m.to_owned(),
+        _ => {
+            let ua: String = user_agent.chars().take(MAX_MANAGER).collect();
+            ua.split('/').next().unwrap_or_default().to_owned()
+        }
+    }
+}
+
+/// A `PatchOptions` field error, as upstream's options validation words it.
+fn invalid_options(field: &str, reason: &str, message: &str) -> ApiError {
+    ApiError::Invalid {
+        target: Target {
+            name: String::new(),
+            group: "meta.k8s.io".into(),
+            kind: "PatchOptions".into(),
+        },
+        kind: "PatchOptions.meta.k8s.io".into(),
+        causes: vec![Cause {
+            reason: reason.into(),
+            message: message.into(),
+            field: field.into(),
+        }],
+    }
+}
+
+impl Handler<'_> {
+    fn writer(&self) -> Writer<'_> {
+        let rt = self.rt();
+        Writer {
+            manager: &self.field_manager,
+            api_version: rt.api_version(),
+            now: self
+                .engine
+                .registry()
+                .clock()
+                .now()
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            schema: openapi::definitions().get(&rt.definition),
+            status_subresource: has_sub(rt, "status"),
+        }
+    }
+
+    /// Records an Update by this request's manager on `new`.
+    pub(super) fn track(&self, old: Option<&Value>, new: &mut Value) {
+        managedfields::track_update(old, new, &self.writer());
+    }
+
+    /// `force` and `fieldManager` as upstream validates `PatchOptions`.
+    pub(super) fn check_patch_options(&self, kind: PatchType) -> Result<(), ApiError> {
+        let force = self.params.get("force").is_some();
+        match kind {
+            PatchType::Apply => {
+                if self.params.get("fieldManager").is_none_or(str::is_empty) {
+                    return Err(invalid_options(
+                        "fieldManager",
+                        "FieldValueRequired",
+                        "Required value: is required for apply patch",
+                    ));
+                }
+            }
+            _ if force => {
+                return Err(invalid_options(
+                    "force",
+                    "FieldValueForbidden",
+                    "Forbidden: may not be specified for non-apply patch",
+                ));
+            }
+            _ => {}
+        }
+        if self.field_manager.len() > MAX_MANAGER {
+            return Err(invalid_options(
+                "fieldManager",
+                "FieldValueTooLong",
+                &format!("Too long: may not be more than {MAX_MANAGER} bytes"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Server-side apply (`application/apply-patch+yaml`, YAML or JSON).
+    pub(super) async fn apply(&self, body: &[u8]) -> Result<HttpResponse, ApiError> {
+        let key = self.key()?;
+        let mut config = request::decode_yaml(body)
+            .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?;
+        self.check_body(&mut config)?;
+        match config["metadata"]["name"].as_str() {
+            Some(n) if n != key.name => {
+                return Err(ApiError::BadRequest(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({})",
+                    key.name
+                )));
+            }
+            Some(_) => {}
+            None => config["metadata"]["name"] = json!(key.name),
+        }
+        let force = self.params.flag("force");
+        let w = self.writer();
+        let status_sub = has_sub(self.rt(), "status");
+        let pinned = config["metadata"]["resourceVersion"].clone();
+        let mut created = managedfields::apply(None, &config, &w, force)?;
+        if status_sub && self.rt().kind != "Namespace"
+            && let Some(m) = created.as_object_mut()
+        {
+            m.remove("status");
+        }
+        let (code, object) = self.modify(&key, "", Some(&created), |current| {
+            let mut next = managedfields::apply(Some(current), &config, &w, force)?;
+            if status_sub {
+                keep_status(current, &mut next);
+            }
+            // The live resourceVersion is no precondition; one the
+            // configuration names is.
+            match (&pinned, next["metadata"].as_object_mut()) {
+                (Value::String(rv), Some(meta)) => {
+                    meta.insert("resourceVersion".into(), json!(rv));
+                }
+                (_, Some(meta)) => {
+                    meta.remove("resourceVersion");
+                }
+                _ => {}
+            }
+            Ok(next)
+        })
+        .await?;
+        let code = if code == StatusCode::CREATED {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
+        self.respond(code, &object)
+    }
+}
