@@ -22,6 +22,8 @@ use crate::authz::{StoreSource, escalation};
 use crate::engine::{ClusterContext, Engine};
 use crate::error::ApiError;
 use crate::resources::ResourceType;
+use crate::resources::custom;
+use crate::resources::strategy::{self, UnknownFields};
 use crate::store::{DryRun, ObjectKey, Preconditions, Snapshot, Store, WatchFrom};
 
 /// One variant per operation the generic handler serves.
@@ -124,7 +126,7 @@ pub async fn dispatch(
     let group = req.match_info().get("group").unwrap_or_default();
     let version = req.match_info().get("version").unwrap_or("v1");
     let path = req.match_info().get("path").unwrap_or_default();
-    let scope = request::parse_path(engine.resources(), group, version, path)?;
+    let scope = request::parse_path(&engine.resources_of(&cluster.id), group, version, path)?;
     let mut store = engine
         .store(&cluster.id)
         .ok_or_else(|| ApiError::ClusterGone(cluster.id.clone()))?;
@@ -230,6 +232,7 @@ impl Handler<'_> {
 
     /// Writes one object in the negotiated format.
     fn respond(&self, status: StatusCode, object: &Value) -> Result<HttpResponse, ApiError> {
+        let object = &*strategy::present(self.rt(), object);
         let body = match self.output {
             Output::Json => object.clone(),
             Output::Table(include) => table::render(
@@ -324,7 +327,7 @@ impl Handler<'_> {
                     if i > 0 {
                         body.push(b',');
                     }
-                    serde_json::to_writer(&mut body, &***o)
+                    serde_json::to_writer(&mut body, &*strategy::present(rt, o))
                         .map_err(|e| ApiError::Internal(e.to_string()))?;
                 }
                 body.extend_from_slice(b"]}");
@@ -441,6 +444,7 @@ impl Handler<'_> {
         let mut named = body.clone();
         named["metadata"]["name"] = json!(name);
         self.check_rbac_write(&named, None)?;
+        strategy::prepare_create(rt, &mut body, self.unknown_fields())?;
         let created = self.store.create(&key, body)?;
         self.respond(StatusCode::CREATED, &created)
     }
@@ -466,6 +470,7 @@ impl Handler<'_> {
             }
         }
         self.check_rbac_write(&body, Some(&current))?;
+        strategy::prepare_update(self.rt(), &mut body, &current, self.unknown_fields())?;
         let updated = self.store.update(&key, body, &Preconditions::default())?;
         self.respond(StatusCode::OK, &updated)
     }
@@ -485,6 +490,7 @@ impl Handler<'_> {
                     self.check_body(&mut object)?;
                     validation::check_name(self.rt(), &key.name)?;
                     self.check_rbac_write(&object, None)?;
+                    strategy::prepare_create(self.rt(), &mut object, UnknownFields::Drop)?;
                     return Ok((StatusCode::CREATED, self.store.create(key, object)?));
                 }
                 return Err(self.not_found(key));
@@ -492,8 +498,9 @@ impl Handler<'_> {
             let rv = current["metadata"]["resourceVersion"]
                 .as_str()
                 .map(str::to_owned);
-            let changed = change(&current)?;
+            let mut changed = change(&current)?;
             self.check_rbac_write(&changed, Some(&current))?;
+            strategy::prepare_update(self.rt(), &mut changed, &current, UnknownFields::Drop)?;
             let pinned = changed["metadata"]["resourceVersion"]
                 .as_str()
                 .map(str::to_owned);
@@ -575,6 +582,14 @@ impl Handler<'_> {
         } else {
             self.store.clone()
         };
+        if let Some(current) = store.get(&key) {
+            let now = self.engine.registry().clock().now();
+            let now = now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            if let Some(next) = strategy::prepare_delete(self.rt(), &current, &now) {
+                // The type holds the object for its own cleanup first (CRDs).
+                store.update(&key, next, &pre)?;
+            }
+        }
         let object = store.delete(&key, &pre).map_err(|e| match e {
             ApiError::ObjectNotFound(_) => self.not_found(&key),
             e => e,
@@ -624,7 +639,11 @@ impl Handler<'_> {
 
     fn view(&self, sub: Sub, object: &Value) -> Value {
         match sub {
-            Sub::Status => object.clone(),
+            Sub::Status => strategy::present(self.rt(), object).into_owned(),
+            Sub::Scale if self.custom_scale().is_some() => self
+                .custom_scale()
+                .map(|p| custom::scale_view(p, object))
+                .unwrap_or_default(),
             Sub::Scale => {
                 let meta = &object["metadata"];
                 let selector = object["spec"]["selector"]["matchLabels"]
@@ -680,13 +699,26 @@ impl Handler<'_> {
                         format!("Invalid value: {replicas}: must be greater than or equal to 0"),
                     ));
                 }
-                next["spec"]["replicas"] = json!(replicas);
+                match self.custom_scale() {
+                    Some(p) => custom::set_path(&mut next, &p.spec_replicas, json!(replicas)),
+                    None => next["spec"]["replicas"] = json!(replicas),
+                }
             }
         }
         if let Some(rv) = view["metadata"]["resourceVersion"].as_str() {
             next["metadata"]["resourceVersion"] = json!(rv);
         }
         Ok(next)
+    }
+
+    /// A custom type's scale paths (built-ins scale `.spec.replicas`).
+    fn custom_scale(&self) -> Option<&custom::ScalePaths> {
+        self.rt().custom.as_ref().and_then(|c| c.scale.as_ref())
+    }
+
+    /// How a create or update body's unknown fields are treated.
+    fn unknown_fields(&self) -> UnknownFields {
+        UnknownFields::from_param(self.params.get("fieldValidation"))
     }
 
     fn get_sub(&self, sub: Sub) -> Result<HttpResponse, ApiError> {
@@ -698,7 +730,8 @@ impl Handler<'_> {
     fn update_sub(&self, sub: Sub, body: Value) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
         let current = self.current(&key)?;
-        let next = self.unview(sub, &current, &body)?;
+        let mut next = self.unview(sub, &current, &body)?;
+        strategy::prepare_update(self.rt(), &mut next, &current, UnknownFields::Drop)?;
         let updated = self.store.update(&key, next, &Preconditions::default())?;
         Ok(HttpResponse::Ok().json(self.view(sub, &updated)))
     }

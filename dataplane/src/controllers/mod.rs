@@ -19,8 +19,10 @@
 //! - [`service`]: Service → EndpointSlices and Endpoints of ready Pods.
 //! - [`gc`]: garbage collection by ownerReferences; [`namespace`]: Namespace
 //!   lifecycle.
+//! - [`crd`]: CustomResourceDefinition naming, establishing and cleanup.
 
 pub mod client;
+pub mod crd;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
@@ -57,6 +59,9 @@ pub struct ControllerConfig {
     pub workers: usize,
     /// The cluster CA (PEM), published in every namespace as `kube-root-ca.crt`.
     pub root_ca: Option<Arc<str>>,
+    /// The cluster's custom types, changed by the CRD controller (it runs
+    /// only when set).
+    pub custom_types: Option<Arc<dyn crd::CustomTypes>>,
 }
 
 impl Default for ControllerConfig {
@@ -65,12 +70,13 @@ impl Default for ControllerConfig {
             kubelet: KubeletConfig::default(),
             workers: 1,
             root_ca: None,
+            custom_types: None,
         }
     }
 }
 
 /// Every kind the built-in controllers watch.
-pub const WATCHED: [Kind; 12] = [
+pub const WATCHED: [Kind; 13] = [
     kinds::POD,
     kinds::NODE,
     kinds::NAMESPACE,
@@ -83,6 +89,7 @@ pub const WATCHED: [Kind; 12] = [
     kinds::SERVICE_ACCOUNT,
     kinds::SERVICE,
     kinds::ENDPOINT_SLICE,
+    kinds::CRD,
 ];
 
 /// The running controllers of one cluster; dropping it stops them.
@@ -109,6 +116,9 @@ impl Controllers {
             service::EndpointSliceController::register(&rt),
             namespace::NamespaceController::register(&rt, config.root_ca.clone()),
         ];
+        if let Some(host) = config.custom_types.clone() {
+            regs.push(crd::CrdController::register(&rt, host));
+        }
         regs.extend(gc::GarbageCollector::register(&rt));
         rt.start(regs, config.workers);
         Self { runtime: rt }
