@@ -13,7 +13,8 @@ use crate::controllers::store_client::StoreClient;
 use crate::controllers::{ControllerConfig, Controllers};
 use crate::network::{self, ClusterNetwork};
 use crate::nodes;
-use crate::resources::ResourceRegistry;
+use crate::resources::view::ClusterCustomTypes;
+use crate::resources::{ClusterResources, ResourceRegistry};
 use crate::store::{MemoryStore, Store, StoreLimits};
 use crate::volumes::{self, Provisioner};
 
@@ -30,6 +31,8 @@ pub struct Engine {
     registry: ClusterRegistry,
     resources: Arc<ResourceRegistry>,
     stores: Arc<DashMap<String, Arc<dyn Store>>>,
+    /// Each cluster's live registry view (built-ins plus its CRDs' types).
+    cluster_resources: Arc<DashMap<String, Arc<ClusterResources>>>,
     controllers: Arc<DashMap<String, Controllers>>,
     networks: Arc<DashMap<String, Arc<ClusterNetwork>>>,
     authorization: Mode,
@@ -57,6 +60,7 @@ impl Engine {
             registry,
             resources: Arc::new(ResourceRegistry::builtin()),
             stores: Arc::new(DashMap::new()),
+            cluster_resources: Arc::new(DashMap::new()),
             controllers: Arc::new(DashMap::new()),
             networks: Arc::new(DashMap::new()),
             authorization: Mode::default(),
@@ -74,9 +78,27 @@ impl Engine {
         self.authorization
     }
 
-    /// The resource types every cluster serves.
+    /// The built-in resource types every cluster serves.
     pub fn resources(&self) -> &Arc<ResourceRegistry> {
         &self.resources
+    }
+
+    /// The live view of one cluster's types: the built-ins plus its custom
+    /// resources (cheap: read on every request).
+    pub fn cluster_resources(&self, cluster_id: &str) -> Arc<ClusterResources> {
+        self.cluster_resources
+            .entry(cluster_id.to_owned())
+            .or_default()
+            .value()
+            .clone()
+    }
+
+    /// The resource types one cluster serves now.
+    pub fn resources_of(&self, cluster_id: &str) -> Arc<ResourceRegistry> {
+        match self.cluster_resources.get(cluster_id) {
+            Some(r) => r.registry(),
+            None => self.resources.clone(),
+        }
     }
 
     /// The registry the engine serves.
@@ -138,12 +160,14 @@ impl Engine {
 
     /// Starts the cluster's controllers, scheduler and kubelet on its store.
     fn start_controllers(&self, record: &ClusterRecord, store: Arc<dyn Store>) {
-        let client = StoreClient::new(store, self.resources.clone());
+        let resources = self.cluster_resources(&record.id);
+        let client = StoreClient::new(store.clone(), resources.clone());
         let config = ControllerConfig {
             root_ca: Some(Arc::from(record.ca.cert_pem())),
             network: self.network(&record.id),
             provisioner: Provisioner::new(record.scope.clone(), &record.name),
             sa_key: Some(record.sa_key.clone()),
+            custom_types: Some(Arc::new(ClusterCustomTypes { resources, store })),
             ..ControllerConfig::default()
         };
         let clock = self.registry.clock().clone();
@@ -176,6 +200,7 @@ impl Engine {
         self.controllers.remove(cluster_id);
         self.networks.remove(cluster_id);
         self.stores.remove(cluster_id);
+        self.cluster_resources.remove(cluster_id);
     }
 
     /// Mounts every route of one cluster's listener.

@@ -1,13 +1,13 @@
 //! Discovery: `/api`, `/apis`, `/api/v1`, `/apis/{group}`, `/apis/{group}/{version}`,
 //! legacy and aggregated (`apidiscovery.k8s.io/v2` and `v2beta1`, chosen by
 //! the Accept header and answered with the matching Content-Type), all built
-//! from the engine's resource registry.
+//! from the cluster's live resource registry (built-ins plus its CRDs).
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Value, json};
 
-use crate::engine::Engine;
+use crate::engine::{ClusterContext, Engine};
 use crate::error::ApiError;
 use crate::resources::{ApiGroup, ResourceRegistry, ResourceType};
 
@@ -67,8 +67,9 @@ fn accept(req: &HttpRequest) -> &str {
 pub async fn core_versions(
     req: HttpRequest,
     engine: web::Data<Engine>,
+    cluster: web::Data<ClusterContext>,
 ) -> Result<HttpResponse, ApiError> {
-    let reg = engine.resources();
+    let reg = &engine.resources_of(&cluster.id);
     let core: Vec<ApiGroup> = reg
         .groups()
         .into_iter()
@@ -86,8 +87,12 @@ pub async fn core_versions(
 }
 
 /// `GET /apis`: `APIGroupList`, or every named group as an `APIGroupDiscoveryList`.
-pub async fn groups(req: HttpRequest, engine: web::Data<Engine>) -> Result<HttpResponse, ApiError> {
-    let reg = engine.resources();
+pub async fn groups(
+    req: HttpRequest,
+    engine: web::Data<Engine>,
+    cluster: web::Data<ClusterContext>,
+) -> Result<HttpResponse, ApiError> {
+    let reg = &engine.resources_of(&cluster.id);
     let named: Vec<ApiGroup> = reg
         .groups()
         .into_iter()
@@ -104,17 +109,21 @@ pub async fn groups(req: HttpRequest, engine: web::Data<Engine>) -> Result<HttpR
 }
 
 /// `GET /api/v1`.
-pub async fn core_resources(engine: web::Data<Engine>) -> Result<HttpResponse, ApiError> {
-    resource_list(engine.resources(), "", "v1")
+pub async fn core_resources(
+    engine: web::Data<Engine>,
+    cluster: web::Data<ClusterContext>,
+) -> Result<HttpResponse, ApiError> {
+    resource_list(&engine.resources_of(&cluster.id), "", "v1")
 }
 
 /// `GET /apis/{group}`.
 pub async fn group(
     engine: web::Data<Engine>,
+    cluster: web::Data<ClusterContext>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let group = engine
-        .resources()
+        .resources_of(&cluster.id)
         .group(&path)
         .filter(|g| !g.name.is_empty())
         .ok_or(ApiError::NotFound)?;
@@ -124,13 +133,14 @@ pub async fn group(
 /// `GET /apis/{group}/{version}`.
 pub async fn group_resources(
     engine: web::Data<Engine>,
+    cluster: web::Data<ClusterContext>,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (group, version) = path.into_inner();
     if group.is_empty() {
         return Err(ApiError::NotFound);
     }
-    resource_list(engine.resources(), &group, &version)
+    resource_list(&engine.resources_of(&cluster.id), &group, &version)
 }
 
 fn group_version(group: &str, version: &str) -> String {

@@ -18,8 +18,11 @@ use bytes::Bytes;
 use kemu_k8s_types::{SERVED_MAJOR, SERVED_MINOR, SERVED_PATCH};
 use serde_json::{Map, Value, json};
 
+use crate::engine::{ClusterContext, Engine};
 use crate::error::ApiError;
 use crate::resources::{ResourceRegistry, ResourceType};
+
+mod custom;
 
 mod gnostic;
 
@@ -73,6 +76,8 @@ pub fn property(schema: &'static Value, name: &str) -> Option<&'static Value> {
 #[derive(Debug)]
 pub struct Documents {
     registry: ResourceRegistry,
+    /// Definitions beyond upstream's: the cluster's custom kinds.
+    extra: Map<String, Value>,
     /// JSON and gnostic protobuf.
     v2: OnceLock<(Bytes, Bytes)>,
     v3_root: Bytes,
@@ -86,6 +91,7 @@ impl Documents {
     /// group-version's types and kemu's version, which fixes the path
     /// layout), so clients caching by hash never keep a stale document.
     pub fn build(registry: &ResourceRegistry) -> Self {
+        let extra = custom::definitions(registry);
         let base = hash_hex(DEFINITIONS_GZ) + env!("CARGO_PKG_VERSION");
         let mut v3 = HashMap::new();
         let mut root = Map::new();
@@ -107,6 +113,7 @@ impl Documents {
         let v3_root = serde_json::to_vec(&json!({ "paths": root })).unwrap_or_default();
         Self {
             registry: registry.clone(),
+            extra,
             v2: OnceLock::new(),
             v3_root: Bytes::from(v3_root),
             v3,
@@ -122,7 +129,7 @@ impl Documents {
 
     fn v2_pair(&self) -> &(Bytes, Bytes) {
         self.v2.get_or_init(|| {
-            let doc = v2_document(&self.registry);
+            let doc = v2_document(&self.registry, &self.extra);
             let pb = Bytes::from(gnostic::encode(&doc));
             (
                 Bytes::from(serde_json::to_vec(&doc).unwrap_or_default()),
@@ -151,7 +158,7 @@ impl Documents {
         let (hash, group, version, doc) = self.v3.get(path)?;
         let doc = doc.get_or_init(|| {
             Bytes::from(
-                serde_json::to_vec(&gv_document(&self.registry, group, version))
+                serde_json::to_vec(&gv_document(&self.registry, &self.extra, group, version))
                     .unwrap_or_default(),
             )
         });
@@ -184,9 +191,13 @@ fn info() -> Value {
 
 /// `GET /openapi/v2`: gnostic protobuf when asked for (kubectl asks for
 /// nothing else, and 1.27/1.28 need it for `explain` and `apply`), else JSON.
-pub async fn v2(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+pub async fn v2(
+    req: HttpRequest,
+    engine: web::Data<Engine>,
+    cluster: web::Data<ClusterContext>,
+) -> Result<HttpResponse, ApiError> {
     let accept = header_str(&req, header::ACCEPT);
-    let docs = Documents::builtin();
+    let docs = engine.cluster_resources(&cluster.id).view().documents();
     if accept.contains(V2_PROTOBUF) {
         return Ok(HttpResponse::Ok()
             .content_type(V2_PROTOBUF_CONTENT_TYPE)
@@ -201,22 +212,29 @@ pub async fn v2(req: HttpRequest) -> Result<HttpResponse, ApiError> {
 }
 
 /// `GET /openapi/v3`: the root listing every group-version's document URL.
-pub async fn v3_root(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+pub async fn v3_root(
+    req: HttpRequest,
+    engine: web::Data<Engine>,
+    cluster: web::Data<ClusterContext>,
+) -> Result<HttpResponse, ApiError> {
     if !accepts_json(header_str(&req, header::ACCEPT)) {
         return Err(ApiError::NotAcceptable("application/json".into()));
     }
-    Ok(json_bytes(Documents::builtin().v3_root(), None))
+    let docs = engine.cluster_resources(&cluster.id).view().documents();
+    Ok(json_bytes(docs.v3_root(), None))
 }
 
 /// `GET /openapi/v3/{api|apis/group}/{version}`.
 pub async fn v3_document(
     req: HttpRequest,
     path: web::Path<String>,
+    engine: web::Data<Engine>,
+    cluster: web::Data<ClusterContext>,
 ) -> Result<HttpResponse, ApiError> {
     if !accepts_json(header_str(&req, header::ACCEPT)) {
         return Err(ApiError::NotAcceptable("application/json".into()));
     }
-    let docs = Documents::builtin();
+    let docs = engine.cluster_resources(&cluster.id).view().documents();
     let (hash, doc) = docs
         .v3(path.trim_end_matches('/'))
         .ok_or(ApiError::NotFound)?;
@@ -341,10 +359,12 @@ fn upper_first(s: &str) -> String {
 }
 
 /// Every path and operation of one type, as upstream lays them out.
-fn operations(rt: &ResourceType) -> Vec<(String, Vec<Value>, Op)> {
+fn operations(rt: &ResourceType, extra: &Map<String, Value>) -> Vec<(String, Vec<Value>, Op)> {
     let defs = definitions();
     let def_of = |group: &str, version: &str, kind: &str| -> Option<String> {
-        defs.iter()
+        extra
+            .iter()
+            .chain(defs.iter())
             .find(|(name, d)| {
                 name.ends_with(&format!(".{kind}"))
                     && d["x-kubernetes-group-version-kind"]
@@ -668,27 +688,39 @@ fn v3_op(op: &Op, tag: &str) -> Value {
     o
 }
 
-fn v2_document(registry: &ResourceRegistry) -> Value {
+fn v2_document(registry: &ResourceRegistry, extra: &Map<String, Value>) -> Value {
     let mut paths: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
     for rt in registry.all() {
         let tag = tag(&rt.group, &rt.version);
-        for (path, path_params, op) in operations(rt) {
+        for (path, path_params, op) in operations(rt, extra) {
             let entry = paths.entry(path).or_default();
             entry.insert("parameters".into(), json!(path_params));
             entry.insert(op.method.into(), v2_op(&op, &tag));
         }
     }
+    let all_definitions = if extra.is_empty() {
+        Value::Object(definitions().clone())
+    } else {
+        let mut all = definitions().clone();
+        all.extend(extra.iter().map(|(k, v)| (k.clone(), custom::to_v2(v))));
+        Value::Object(all)
+    };
     json!({
         "swagger": "2.0",
         "info": info(),
         "paths": paths,
-        "definitions": definitions(),
+        "definitions": all_definitions,
         "securityDefinitions": { "BearerToken": { "type": "apiKey", "name": "authorization", "in": "header" } },
         "security": [{ "BearerToken": [] }],
     })
 }
 
-fn gv_document(registry: &ResourceRegistry, group: &str, version: &str) -> Value {
+fn gv_document(
+    registry: &ResourceRegistry,
+    extra: &Map<String, Value>,
+    group: &str,
+    version: &str,
+) -> Value {
     let mut paths: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
     let mut roots: BTreeSet<String> = [
         "io.k8s.apimachinery.pkg.apis.meta.v1.Status",
@@ -701,7 +733,7 @@ fn gv_document(registry: &ResourceRegistry, group: &str, version: &str) -> Value
     .collect();
     let tag = tag(group, version);
     for rt in registry.in_group_version(group, version) {
-        for (path, path_params, op) in operations(rt) {
+        for (path, path_params, op) in operations(rt, extra) {
             roots.extend(op.body.iter().cloned());
             roots.extend(op.response.iter().cloned());
             let entry = paths.entry(path).or_default();
@@ -723,7 +755,9 @@ fn gv_document(registry: &ResourceRegistry, group: &str, version: &str) -> Value
         if schemas.contains_key(&name) {
             continue;
         }
-        let Some(def) = defs.get(&name) else { continue };
+        let Some(def) = extra.get(&name).or_else(|| defs.get(&name)) else {
+            continue;
+        };
         let mut refs = Vec::new();
         collect_refs(def, &mut refs);
         todo.extend(refs);

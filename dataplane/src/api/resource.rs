@@ -28,6 +28,8 @@ use crate::authz::admission::Operation as Admit;
 use crate::engine::{ClusterContext, Engine};
 use crate::error::ApiError;
 use crate::resources::ResourceType;
+use crate::resources::custom;
+use crate::resources::strategy::{self as custom_strategy, UnknownFields};
 use crate::store::{DryRun, ObjectKey, Preconditions, Snapshot, Store, WatchFrom};
 use crate::strategy;
 use std::cell::RefCell;
@@ -157,7 +159,7 @@ pub async fn dispatch(
     let group = req.match_info().get("group").unwrap_or_default();
     let version = req.match_info().get("version").unwrap_or("v1");
     let path = req.match_info().get("path").unwrap_or_default();
-    let scope = request::parse_path(engine.resources(), group, version, path)?;
+    let scope = request::parse_path(&engine.resources_of(&cluster.id), group, version, path)?;
     let mut store = engine
         .store(&cluster.id)
         .ok_or_else(|| ApiError::ClusterGone(cluster.id.clone()))?;
@@ -299,6 +301,7 @@ impl Handler<'_> {
 
     /// Writes one object in the negotiated format.
     fn respond(&self, status: StatusCode, object: &Value) -> Result<HttpResponse, ApiError> {
+        let object = &*custom_strategy::present(self.rt(), object);
         let body = match self.output {
             Output::Json => object.clone(),
             Output::Table(include) => table::render(
@@ -478,7 +481,7 @@ impl Handler<'_> {
                     if i > 0 {
                         body.push(b',');
                     }
-                    serde_json::to_writer(&mut body, &***o)
+                    serde_json::to_writer(&mut body, &*custom_strategy::present(rt, o))
                         .map_err(|e| ApiError::Internal(e.to_string()))?;
                 }
                 body.extend_from_slice(b"]}");
@@ -589,6 +592,7 @@ impl Handler<'_> {
         strategy::prepare_create(&self.strategy(), rt, &name, &mut body)?;
         let mut named = body.clone();
         named["metadata"]["name"] = json!(name);
+        custom_strategy::prepare_create(rt, &mut named, self.unknown_fields())?;
         let mut admitted = self.admission("").admit(Admit::Create, named, None).await?;
         admitted["metadata"]["name"] = json!(name);
         self.track(None, &mut admitted);
@@ -617,6 +621,7 @@ impl Handler<'_> {
             }
         }
         strategy::prepare_update(&self.strategy(), self.rt(), &current, &mut body)?;
+        custom_strategy::prepare_update(self.rt(), &mut body, &current, self.unknown_fields())?;
         self.check_finalizers(&body, &current)?;
         let mut body = self
             .admission("")
@@ -644,6 +649,7 @@ impl Handler<'_> {
                     self.check_body(&mut object)?;
                     validation::check_name(self.rt(), &key.name)?;
                     strategy::prepare_create(&self.strategy(), self.rt(), &key.name, &mut object)?;
+                    custom_strategy::prepare_create(self.rt(), &mut object, UnknownFields::Drop)?;
                     let object = admission.admit(Admit::Create, object, None).await?;
                     return Ok((StatusCode::CREATED, self.store.create(key, object)?));
                 }
@@ -654,6 +660,7 @@ impl Handler<'_> {
                 .map(str::to_owned);
             let mut changed = change(&current)?;
             strategy::prepare_update(&self.strategy(), self.rt(), &current, &mut changed)?;
+            custom_strategy::prepare_update(self.rt(), &mut changed, &current, UnknownFields::Drop)?;
             let changed = admission
                 .admit(Admit::Update, changed, Some(&current))
                 .await?;
@@ -747,6 +754,14 @@ impl Handler<'_> {
         admission.dry_run = req.dry_run;
         admission.admit_delete(&current, &req.raw).await?;
         let clock = self.engine.registry().clock().clone();
+        if !req.dry_run {
+            let now = clock.now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            if let Some(next) = custom_strategy::prepare_delete(self.rt(), &current, &now) {
+                // The type holds the object for its own cleanup first (CRDs).
+                self.store
+                    .update(&key, next, &req.options.preconditions)?;
+            }
+        }
         let answer = delete::delete_one(&self.store, &clock, self.rt(), &key, &req).map_err(
             |e| match e {
                 ApiError::ObjectNotFound(_) => self.not_found(&key),
@@ -779,7 +794,11 @@ impl Handler<'_> {
 
     fn view(&self, sub: Sub, object: &Value) -> Value {
         match sub {
-            Sub::Status => object.clone(),
+            Sub::Status => custom_strategy::present(self.rt(), object).into_owned(),
+            Sub::Scale if self.custom_scale().is_some() => self
+                .custom_scale()
+                .map(|p| custom::scale_view(p, object))
+                .unwrap_or_default(),
             Sub::Scale => {
                 let meta = &object["metadata"];
                 let selector = object["spec"]["selector"]["matchLabels"]
@@ -835,13 +854,26 @@ impl Handler<'_> {
                         format!("Invalid value: {replicas}: must be greater than or equal to 0"),
                     ));
                 }
-                next["spec"]["replicas"] = json!(replicas);
+                match self.custom_scale() {
+                    Some(p) => custom::set_path(&mut next, &p.spec_replicas, json!(replicas)),
+                    None => next["spec"]["replicas"] = json!(replicas),
+                }
             }
         }
         if let Some(rv) = view["metadata"]["resourceVersion"].as_str() {
             next["metadata"]["resourceVersion"] = json!(rv);
         }
         Ok(next)
+    }
+
+    /// A custom type's scale paths (built-ins scale `.spec.replicas`).
+    fn custom_scale(&self) -> Option<&custom::ScalePaths> {
+        self.rt().custom.as_ref().and_then(|c| c.scale.as_ref())
+    }
+
+    /// How a create or update body's unknown fields are treated.
+    fn unknown_fields(&self) -> UnknownFields {
+        UnknownFields::from_param(self.params.get("fieldValidation"))
     }
 
     fn get_sub(&self, sub: Sub) -> Result<HttpResponse, ApiError> {
@@ -853,7 +885,8 @@ impl Handler<'_> {
     async fn update_sub(&self, sub: Sub, body: Value) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
         let current = self.current(&key)?;
-        let next = self.unview(sub, &current, &body)?;
+        let mut next = self.unview(sub, &current, &body)?;
+        custom_strategy::prepare_update(self.rt(), &mut next, &current, UnknownFields::Drop)?;
         let next = self
             .admission(sub.name())
             .admit(Admit::Update, next, Some(&current))

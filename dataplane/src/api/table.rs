@@ -146,8 +146,29 @@ fn printers() -> &'static HashMap<String, Vec<Column>> {
     })
 }
 
-/// The columns printed for `rt`: its printer, or NAME and AGE.
+/// The columns printed for `rt`: a custom type's `additionalPrinterColumns`
+/// after NAME, its printer, or NAME and AGE.
 pub fn columns_of(rt: &ResourceType) -> Vec<Column> {
+    if let Some(custom) = &rt.custom {
+        let mut cols = vec![Column {
+            name: "Name".into(),
+            ty: "string".into(),
+            priority: 0,
+            cell: "name".into(),
+        }];
+        cols.extend(custom.columns.iter().map(|c| Column {
+            name: c.name.clone(),
+            ty: c.ty.clone(),
+            priority: c.priority,
+            // Upstream prints `date` columns as an age.
+            cell: if c.ty == "date" {
+                format!("ageOf:{}", c.json_path)
+            } else {
+                c.json_path.clone()
+            },
+        }));
+        return cols;
+    }
     printers()
         .get(&format!("{}/{}", rt.group, rt.plural))
         .cloned()

@@ -21,6 +21,7 @@ use crate::api::selectors::{FieldSelector, LabelSelector};
 use crate::api::table::{self, IncludeObject};
 use crate::error::ApiError;
 use crate::resources::ResourceType;
+use crate::resources::strategy;
 use crate::store::{Event, EventKind, Store, WatchFrom};
 
 /// How often a watch that allows bookmarks gets one, as kube-apiserver does.
@@ -105,7 +106,7 @@ impl Watcher {
                 json!({ "resourceVersion": object["metadata"]["resourceVersion"] }),
                 self.clock.now(),
             ),
-            None => object.clone(),
+            None => strategy::present(&self.req.rt, object).into_owned(),
         }
     }
 
@@ -157,6 +158,10 @@ impl Watcher {
         };
         if self.req.table.is_some() {
             let object = self.render(&event.object);
+            return self.send(kind, object).await;
+        }
+        if strategy::converts(&self.req.rt) {
+            let object = strategy::present(&self.req.rt, &event.object).into_owned();
             return self.send(kind, object).await;
         }
         // The object's JSON is encoded once per write, shared by every watcher.

@@ -171,6 +171,14 @@ pub mod kinds {
     pub const JOB: Kind = k("batch/v1", "Job", "jobs", true, true);
     /// batch/v1 CronJob.
     pub const CRON_JOB: Kind = k("batch/v1", "CronJob", "cronjobs", true, true);
+    /// apiextensions.k8s.io/v1 CustomResourceDefinition.
+    pub const CRD: Kind = k(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+        true,
+    );
 }
 
 /// What happened to an object.

@@ -27,9 +27,11 @@
 //! - [`sa_tokens`]: legacy ServiceAccount token Secrets.
 //! - [`gc`]: garbage collection by ownerReferences; [`namespace`]: Namespace
 //!   lifecycle.
+//! - [`crd`]: CustomResourceDefinition naming, establishing and cleanup.
 
 pub mod client;
 pub mod container_logs;
+pub mod crd;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
@@ -83,6 +85,9 @@ pub struct ControllerConfig {
     /// The cluster's service-account key: with it, the tokens controller
     /// fills legacy token Secrets.
     pub sa_key: Option<kemu_shared::ServiceAccountKey>,
+    /// The cluster's custom types, changed by the CRD controller (it runs
+    /// only when set).
+    pub custom_types: Option<Arc<dyn crd::CustomTypes>>,
 }
 
 impl Default for ControllerConfig {
@@ -94,12 +99,13 @@ impl Default for ControllerConfig {
             network: None,
             provisioner: Provisioner::generic(),
             sa_key: None,
+            custom_types: None,
         }
     }
 }
 
 /// Every kind the built-in controllers watch.
-pub const WATCHED: [Kind; 19] = [
+pub const WATCHED: [Kind; 20] = [
     kinds::POD,
     kinds::NODE,
     kinds::NAMESPACE,
@@ -119,6 +125,7 @@ pub const WATCHED: [Kind; 19] = [
     kinds::CONFIG_MAP,
     kinds::SECRET,
     kinds::POD_DISRUPTION_BUDGET,
+    kinds::CRD,
 ];
 
 /// The running controllers of one cluster; dropping it stops them.
@@ -166,6 +173,9 @@ impl Controllers {
                 key,
                 config.root_ca.clone(),
             ));
+        }
+        if let Some(host) = config.custom_types.clone() {
+            regs.push(crd::CrdController::register(&rt, host));
         }
         regs.extend(gc::GarbageCollector::register(&rt));
         rt.start(regs, config.workers);

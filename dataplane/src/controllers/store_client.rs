@@ -17,7 +17,7 @@ use super::client::{
 };
 use super::selector::Selector;
 use crate::error::ApiError;
-use crate::resources::ResourceRegistry;
+use crate::resources::ClusterResources;
 use crate::store::deletion::Propagation as StorePropagation;
 use crate::store::{
     DeleteOptions as StoreDeleteOptions, Deleted, EventKind, ObjectKey, Preconditions, Store,
@@ -28,13 +28,14 @@ use crate::store::{
 #[derive(Debug, Clone)]
 pub struct StoreClient {
     store: Arc<dyn Store>,
-    resources: Arc<ResourceRegistry>,
+    resources: Arc<ClusterResources>,
 }
 
 impl StoreClient {
-    /// An adapter over `store`; `resources` lists the namespaced types whose
-    /// objects a namespace's deletion removes.
-    pub fn new(store: Arc<dyn Store>, resources: Arc<ResourceRegistry>) -> Arc<Self> {
+    /// An adapter over `store`; `resources` (the cluster's live view, custom
+    /// resources included) lists the namespaced types whose objects a
+    /// namespace's deletion removes.
+    pub fn new(store: Arc<dyn Store>, resources: Arc<ClusterResources>) -> Arc<Self> {
         Arc::new(Self { store, resources })
     }
 }
@@ -236,12 +237,18 @@ impl StoreClient {
 
     fn delete_namespace_contents_now(&self, namespace: &str) -> usize {
         let mut remaining = 0;
-        for rt in self.resources.all().iter().filter(|t| t.namespaced) {
+        let registry = self.resources.registry();
+        let mut seen = std::collections::HashSet::new();
+        for rt in registry.all().iter().filter(|t| t.namespaced) {
             let resource = if rt.group.is_empty() {
                 rt.plural.clone()
             } else {
                 format!("{}.{}", rt.plural, rt.group)
             };
+            if !seen.insert(resource.clone()) {
+                // A custom type served in several versions has one storage.
+                continue;
+            }
             let snapshot = self.store.snapshot(&resource);
             for ((ns, name), _) in snapshot.iter(Some(namespace), None) {
                 let key = ObjectKey::new(&resource, ns, name);

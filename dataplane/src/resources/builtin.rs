@@ -71,6 +71,7 @@ pub(super) fn types() -> Vec<ResourceType> {
                 })
                 .collect(),
             definition: e.definition,
+            custom: None,
         })
         .collect()
 }

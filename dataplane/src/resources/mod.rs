@@ -4,13 +4,23 @@
 //! The built-ins of the served minor come from `fixtures/k8s/resources.json`,
 //! which `scripts/gen-k8s-schema.py` generates from upstream's published
 //! models (group, version, kind, plural, scope, verbs and subresources of every
-//! GA resource); it is parsed once, on first use.
+//! GA resource); it is parsed once, on first use. CustomResourceDefinitions
+//! add types per cluster at run time ([`view`]), each carrying its schema and
+//! strategy ([`custom`], [`schema`], [`strategy`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 mod builtin;
 pub mod deletion;
+pub mod crd_validation;
+pub mod custom;
+pub mod schema;
+pub mod strategy;
+pub mod view;
+
+pub use custom::CustomSpec;
+pub use view::ClusterResources;
 
 /// A subresource of a resource type (`status`, `scale`, `log`, …).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,8 +62,11 @@ pub struct ResourceType {
     /// Subresources.
     pub subresources: Vec<Subresource>,
     /// Name of its OpenAPI definition, e.g. `io.k8s.api.apps.v1.Deployment`
-    /// (empty for types without one, such as custom resources for now).
+    /// (custom resources: upstream's `com.example.stable.v1.CronTab`).
     pub definition: String,
+    /// What a custom resource type carries (schema, subresources, printer
+    /// columns); `None` for built-ins.
+    pub custom: Option<Arc<CustomSpec>>,
 }
 
 impl ResourceType {
@@ -77,7 +90,22 @@ pub struct ResourceRegistry {
 impl ResourceRegistry {
     /// A registry of `types`.
     pub fn new(types: Vec<ResourceType>) -> Self {
-        let types: Vec<Arc<ResourceType>> = types.into_iter().map(Arc::new).collect();
+        Self::from_shared(types.into_iter().map(Arc::new).collect())
+    }
+
+    /// This registry plus `extra` types (a cluster's custom resources);
+    /// a type already served at the same group/version/plural stays.
+    pub fn with(&self, extra: Vec<ResourceType>) -> Self {
+        let mut types = self.types.clone();
+        for t in extra {
+            if self.lookup(&t.group, &t.version, &t.plural).is_none() {
+                types.push(Arc::new(t));
+            }
+        }
+        Self::from_shared(types)
+    }
+
+    fn from_shared(types: Vec<Arc<ResourceType>>) -> Self {
         let by_gvr = types
             .iter()
             .enumerate()
