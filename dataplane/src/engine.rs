@@ -13,7 +13,7 @@ use crate::controllers::store_client::StoreClient;
 use crate::controllers::{ControllerConfig, Controllers};
 use crate::nodes;
 use crate::resources::ResourceRegistry;
-use crate::store::{MemoryStore, Store, StoreLimits};
+use crate::store::{ClusterJournal, MemoryStore, Store, StoreImage, StoreLimits};
 
 /// Which cluster a listener serves; set as app data on each listener.
 #[derive(Debug, Clone)]
@@ -27,9 +27,11 @@ pub struct ClusterContext {
 pub struct Engine {
     registry: ClusterRegistry,
     resources: Arc<ResourceRegistry>,
-    stores: Arc<DashMap<String, Arc<dyn Store>>>,
+    stores: Arc<DashMap<String, Arc<MemoryStore>>>,
     controllers: Arc<DashMap<String, Controllers>>,
     authorization: Mode,
+    /// Where every store's writes are logged, when kemu persists its state.
+    journal: Arc<parking_lot::RwLock<Option<Arc<dyn ClusterJournal>>>>,
 }
 
 /// The tokio runtime every cluster's controllers run on. Process-wide and never
@@ -56,6 +58,7 @@ impl Engine {
             stores: Arc::new(DashMap::new()),
             controllers: Arc::new(DashMap::new()),
             authorization: Mode::default(),
+            journal: Arc::default(),
         }
     }
 
@@ -82,7 +85,46 @@ impl Engine {
 
     /// The store of a served cluster.
     pub fn store(&self, cluster_id: &str) -> Option<Arc<dyn Store>> {
-        self.stores.get(cluster_id).map(|s| s.value().clone())
+        self.stores
+            .get(cluster_id)
+            .map(|s| s.value().clone() as Arc<dyn Store>)
+    }
+
+    /// The whole content of every served cluster's store, by cluster id.
+    pub fn store_images(&self) -> Vec<(String, StoreImage)> {
+        self.stores
+            .iter()
+            .map(|s| (s.key().clone(), s.value().image()))
+            .collect()
+    }
+
+    /// Logs every later write of every store (present and future) to `journal`.
+    pub fn set_journal(&self, journal: Option<Arc<dyn ClusterJournal>>) {
+        for s in self.stores.iter() {
+            s.value()
+                .set_sink(journal.as_ref().map(|j| j.sink(s.key())));
+        }
+        *self.journal.write() = journal;
+    }
+
+    /// Replaces (or puts in place) the store of `cluster_id` with one holding
+    /// `image`: restarts, restores and resets. The old store's watches end and
+    /// its controllers stop; new ones start when the cluster is next served
+    /// ([`Engine::open_store`]).
+    pub fn install_store(&self, cluster_id: &str, image: StoreImage) {
+        let store = MemoryStore::from_image(
+            self.registry.clock().clone(),
+            StoreLimits::default(),
+            image,
+        );
+        if let Some(journal) = self.journal.read().clone() {
+            journal.opened(cluster_id, &store.image());
+            store.set_sink(Some(journal.sink(cluster_id)));
+        }
+        self.controllers.remove(cluster_id);
+        if let Some(old) = self.stores.insert(cluster_id.to_owned(), Arc::new(store)) {
+            old.close();
+        }
     }
 
     /// Opens the cluster's store if it has none (an in-memory one with the
@@ -90,23 +132,27 @@ impl Engine {
     /// bindings on AKS) and brings its Nodes in line with the record's node
     /// pools.
     pub fn open_store(&self, record: &ClusterRecord) -> Arc<dyn Store> {
-        let mut created = false;
         let store = self
             .stores
             .entry(record.id.clone())
             .or_insert_with(|| {
-                created = true;
                 let store = MemoryStore::new(self.registry.clock().clone(), StoreLimits::default());
                 authz::store_source::seed(&store, authz::bootstrap::objects().iter().cloned());
                 if record.cloud() == Cloud::Aks {
                     authz::store_source::seed(&store, authz::cloud::aks::bootstrap_objects(&[]));
                 }
+                if let Some(journal) = self.journal.read().clone() {
+                    journal.opened(&record.id, &store.image());
+                    store.set_sink(Some(journal.sink(&record.id)));
+                }
                 Arc::new(store)
             })
             .value()
             .clone();
+        let store: Arc<dyn Store> = store;
         nodes::reconcile(store.as_ref(), record);
-        if created {
+        // A store installed from an image has no controllers yet.
+        if !self.controllers.contains_key(&record.id) {
             self.start_controllers(record, store.clone());
         }
         store
@@ -143,7 +189,9 @@ impl Engine {
     /// Forgets a retired cluster's objects.
     pub fn drop_store(&self, cluster_id: &str) {
         self.controllers.remove(cluster_id);
-        self.stores.remove(cluster_id);
+        if let Some((_, old)) = self.stores.remove(cluster_id) {
+            old.close();
+        }
     }
 
     /// Mounts every route of one cluster's listener.

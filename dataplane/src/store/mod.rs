@@ -16,9 +16,11 @@ use tokio::sync::broadcast;
 use crate::error::ApiError;
 
 mod dry_run;
+mod image;
 mod memory;
 
 pub use dry_run::DryRun;
+pub use image::{ClusterJournal, EventSink, ObjectMap, StoreImage};
 pub use memory::{INITIAL_NAMESPACES, MemoryStore, StoreLimits};
 
 /// An object's stored value: shared, never mutated in place.
