@@ -11,6 +11,10 @@
 //!   `App::new().configure(kemu.eks())`.
 //! - [`server`]: the standalone server the binary runs: one listener per facade
 //!   (AKS over HTTPS), the ready line, clean shutdown.
+//! - [`persist`]: the state directory (write-ahead log + compaction), state
+//!   files for snapshot and restore, reset to the start-up state.
+//! - [`admin`]: the admin endpoint (`/kemu/snapshot`, `/kemu/reset`) and the
+//!   client `kemu snapshot` / `kemu reset` use.
 //! - Crates: `kemu-shared` (registry, sentinel, PKI, clock), `kemu-dataplane`
 //!   (the Kubernetes API engine), `kemu-eks`, `kemu-gke`, `kemu-aks` (facades).
 //!
@@ -28,6 +32,8 @@
 //! # }
 //! ```
 
+pub mod admin;
+pub mod persist;
 pub mod server;
 
 use std::sync::Arc;
@@ -274,6 +280,17 @@ impl Kemu {
             .inner
             .facade_ca
             .rustls_server_config(&self.inner.facade_cert, false)?)
+    }
+
+    /// Every piece of cloud state that persists, in restore order: each
+    /// facade's own state, then the registry (which re-serves clusters).
+    pub fn persisted_parts(&self) -> Vec<Arc<dyn kemu_shared::Persist>> {
+        vec![
+            Arc::new(self.inner.eks.clone()),
+            Arc::new(self.inner.gke.clone()),
+            Arc::new(self.inner.aks.clone()),
+            Arc::new(self.inner.registry.clone()),
+        ]
     }
 
     /// Closes every cluster listener.

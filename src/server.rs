@@ -10,6 +10,9 @@ use actix_web::{App, HttpServer};
 use serde::{Deserialize, Serialize};
 
 use crate::Kemu;
+use crate::admin::Admin;
+use crate::persist::Persistence;
+use crate::persist::facade_hook::{CloudLog, log_cloud_writes};
 
 /// Where each facade listens. Port 0 picks a free port.
 #[derive(Debug, Clone)]
@@ -24,6 +27,17 @@ pub struct Listeners {
     pub aks_port: u16,
     /// Directory for files kemu hands to clients (the CA bundle).
     pub run_dir: PathBuf,
+}
+
+/// What the binary adds to the listeners: the admin endpoint and the state
+/// directory the facades log to.
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    /// Admin endpoint port (plain HTTP on the bind host); `None`: no admin
+    /// endpoint, 0: a free port.
+    pub admin_port: Option<u16>,
+    /// Where every mutating cloud call is logged.
+    pub persistence: Option<Persistence>,
 }
 
 /// The line printed on stdout once every listener is bound.
@@ -43,6 +57,9 @@ pub struct ReadyLine {
     pub dataplane: String,
     /// PEM file of the CA the HTTPS facades present.
     pub ca_bundle: String,
+    /// Admin endpoint base URL (snapshot, reset), when there is one.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub admin: String,
 }
 
 /// A running standalone server.
@@ -51,6 +68,8 @@ pub struct Running {
     pub ready: ReadyLine,
     kemu: Kemu,
     handles: Vec<ServerHandle>,
+    admin: Option<std::sync::Arc<Admin>>,
+    persistence: Option<Persistence>,
 }
 
 impl std::fmt::Debug for Running {
@@ -67,18 +86,33 @@ impl Running {
         &self.kemu
     }
 
+    /// Start-up is complete: what a reset returns to is the state now.
+    pub fn mark_started(&self) {
+        if let Some(admin) = &self.admin {
+            admin.mark_start();
+        }
+    }
+
     /// Stops the facades and closes every cluster listener.
     pub async fn stop(self) {
         for handle in &self.handles {
             handle.stop(true).await;
         }
         self.kemu.shutdown().await;
+        if let Some(p) = &self.persistence {
+            p.stop();
+        }
     }
 }
 
 /// Binds every facade listener of `kemu` and starts serving; must run inside an
 /// actix system (the binary's `main`, or `#[actix_web::test]`).
 pub fn start(kemu: Kemu, listeners: &Listeners) -> anyhow::Result<Running> {
+    start_with(kemu, listeners, Extras::default())
+}
+
+/// [`start`] with the binary's extras: an admin endpoint, a state directory.
+pub fn start_with(kemu: Kemu, listeners: &Listeners, extras: Extras) -> anyhow::Result<Running> {
     std::fs::create_dir_all(&listeners.run_dir)?;
     let ca_bundle = listeners.run_dir.join("ca.pem");
     std::fs::write(&ca_bundle, kemu.facade_ca_pem())?;
@@ -89,6 +123,7 @@ pub fn start(kemu: Kemu, listeners: &Listeners) -> anyhow::Result<Running> {
         bind(listeners.gke_port)?,
         bind(listeners.aks_port)?,
     );
+    let admin_l = extras.admin_port.map(bind).transpose()?;
     let url = |scheme: &str, l: &TcpListener| -> std::io::Result<String> {
         let port = l.local_addr()?.port();
         let host = advertised(&kemu.config().advertise_host);
@@ -107,13 +142,33 @@ pub fn start(kemu: Kemu, listeners: &Listeners) -> anyhow::Result<Running> {
         }
         .into(),
         ca_bundle: ca_bundle.display().to_string(),
+        admin: admin_l
+            .as_ref()
+            .map(|l| url("http", l))
+            .transpose()?
+            .unwrap_or_default(),
     };
 
-    let servers = vec![
-        serve_facade(kemu.eks(), eks_l, None)?,
-        serve_facade(kemu.gke(), gke_l, None)?,
-        serve_facade(kemu.aks(), aks_l, Some(kemu.facade_tls()?))?,
+    let log = CloudLog(extras.persistence.clone().map(|p| (p, kemu.clone())));
+    let mut servers = vec![
+        serve_facade(kemu.eks(), eks_l, None, log.clone())?,
+        serve_facade(kemu.gke(), gke_l, None, log.clone())?,
+        serve_facade(kemu.aks(), aks_l, Some(kemu.facade_tls()?), log)?,
     ];
+    let admin = admin_l
+        .map(|l| -> std::io::Result<_> {
+            let admin = std::sync::Arc::new(Admin::new(kemu.clone(), extras.persistence.clone()));
+            let mount = admin.clone();
+            let server = HttpServer::new(move || App::new().configure(|cfg| mount.configure(cfg)))
+                .workers(1)
+                .disable_signals()
+                .shutdown_timeout(1)
+                .listen(l)?
+                .run();
+            servers.push(server);
+            Ok(admin)
+        })
+        .transpose()?;
     let handles = servers
         .into_iter()
         .map(|server| {
@@ -126,6 +181,8 @@ pub fn start(kemu: Kemu, listeners: &Listeners) -> anyhow::Result<Running> {
         ready,
         kemu,
         handles,
+        admin,
+        persistence: extras.persistence,
     })
 }
 
@@ -133,8 +190,14 @@ fn serve_facade(
     mount: impl Fn(&mut ServiceConfig) + Clone + Send + 'static,
     listener: TcpListener,
     tls: Option<rustls::ServerConfig>,
+    log: CloudLog,
 ) -> std::io::Result<Server> {
-    let server = HttpServer::new(move || App::new().configure(mount.clone()))
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(actix_web::web::Data::new(log.clone()))
+            .wrap(actix_web::middleware::from_fn(log_cloud_writes))
+            .configure(mount.clone())
+    })
         .workers(1)
         .disable_signals()
         .shutdown_timeout(1);

@@ -15,7 +15,7 @@ use crate::network::{self, ClusterNetwork};
 use crate::nodes;
 use crate::resources::view::ClusterCustomTypes;
 use crate::resources::{ClusterResources, ResourceRegistry};
-use crate::store::{MemoryStore, Store, StoreLimits};
+use crate::store::{ClusterJournal, MemoryStore, Store, StoreImage, StoreLimits};
 use crate::volumes::{self, Provisioner};
 
 /// Which cluster a listener serves; set as app data on each listener.
@@ -30,12 +30,14 @@ pub struct ClusterContext {
 pub struct Engine {
     registry: ClusterRegistry,
     resources: Arc<ResourceRegistry>,
-    stores: Arc<DashMap<String, Arc<dyn Store>>>,
+    stores: Arc<DashMap<String, Arc<MemoryStore>>>,
     /// Each cluster's live registry view (built-ins plus its CRDs' types).
     cluster_resources: Arc<DashMap<String, Arc<ClusterResources>>>,
     controllers: Arc<DashMap<String, Controllers>>,
     networks: Arc<DashMap<String, Arc<ClusterNetwork>>>,
     authorization: Mode,
+    /// Where every store's writes are logged, when kemu persists its state.
+    journal: Arc<parking_lot::RwLock<Option<Arc<dyn ClusterJournal>>>>,
 }
 
 /// The tokio runtime every cluster's controllers run on. Process-wide and never
@@ -64,6 +66,7 @@ impl Engine {
             controllers: Arc::new(DashMap::new()),
             networks: Arc::new(DashMap::new()),
             authorization: Mode::default(),
+            journal: Arc::default(),
         }
     }
 
@@ -108,7 +111,46 @@ impl Engine {
 
     /// The store of a served cluster.
     pub fn store(&self, cluster_id: &str) -> Option<Arc<dyn Store>> {
-        self.stores.get(cluster_id).map(|s| s.value().clone())
+        self.stores
+            .get(cluster_id)
+            .map(|s| s.value().clone() as Arc<dyn Store>)
+    }
+
+    /// The whole content of every served cluster's store, by cluster id.
+    pub fn store_images(&self) -> Vec<(String, StoreImage)> {
+        self.stores
+            .iter()
+            .map(|s| (s.key().clone(), s.value().image()))
+            .collect()
+    }
+
+    /// Logs every later write of every store (present and future) to `journal`.
+    pub fn set_journal(&self, journal: Option<Arc<dyn ClusterJournal>>) {
+        for s in self.stores.iter() {
+            s.value()
+                .set_sink(journal.as_ref().map(|j| j.sink(s.key())));
+        }
+        *self.journal.write() = journal;
+    }
+
+    /// Replaces (or puts in place) the store of `cluster_id` with one holding
+    /// `image`: restarts, restores and resets. The old store's watches end and
+    /// its controllers stop; new ones start when the cluster is next served
+    /// ([`Engine::open_store`]).
+    pub fn install_store(&self, cluster_id: &str, image: StoreImage) {
+        let store = MemoryStore::from_image(
+            self.registry.clock().clone(),
+            StoreLimits::default(),
+            image,
+        );
+        if let Some(journal) = self.journal.read().clone() {
+            journal.opened(cluster_id, &store.image());
+            store.set_sink(Some(journal.sink(cluster_id)));
+        }
+        self.controllers.remove(cluster_id);
+        if let Some(old) = self.stores.insert(cluster_id.to_owned(), Arc::new(store)) {
+            old.close();
+        }
     }
 
     /// Opens the cluster's store if it has none (an in-memory one with the
@@ -127,10 +169,15 @@ impl Engine {
                 if record.cloud() == Cloud::Aks {
                     authz::store_source::seed(&store, authz::cloud::aks::bootstrap_objects(&[]));
                 }
+                if let Some(journal) = self.journal.read().clone() {
+                    journal.opened(&record.id, &store.image());
+                    store.set_sink(Some(journal.sink(&record.id)));
+                }
                 Arc::new(store)
             })
             .value()
             .clone();
+        let store: Arc<dyn Store> = store;
         nodes::reconcile(store.as_ref(), record);
         let net = self
             .networks
@@ -141,6 +188,9 @@ impl Engine {
         network::apiserver::reconcile(store.as_ref(), network::apiserver::listener(record), &net);
         if created {
             volumes::classes::seed(store.as_ref(), record);
+        }
+        // A store installed from an image has no controllers yet.
+        if !self.controllers.contains_key(&record.id) {
             self.start_controllers(record, store.clone());
         }
         store
@@ -199,8 +249,10 @@ impl Engine {
     pub fn drop_store(&self, cluster_id: &str) {
         self.controllers.remove(cluster_id);
         self.networks.remove(cluster_id);
-        self.stores.remove(cluster_id);
         self.cluster_resources.remove(cluster_id);
+        if let Some((_, old)) = self.stores.remove(cluster_id) {
+            old.close();
+        }
     }
 
     /// Mounts every route of one cluster's listener.

@@ -155,10 +155,12 @@ impl DataPlane {
 impl DataPlaneHook for DataPlane {
     fn serve(&self, record: &ClusterRecord) -> Result<(String, u16), String> {
         let host = self.inner.config.advertise_host.clone();
+        // Also for a cluster already served: its store may have just been
+        // replaced (restore, reset) and needs its controllers.
+        self.inner.engine.open_store(record);
         if let Some(port) = self.port_of(&record.id) {
             return Ok((host, port));
         }
-        self.inner.engine.open_store(record);
         let (listener, tls) = self.bind(record)?;
         let port = listener.local_addr().map_err(|e| e.to_string())?.port();
         // The socket is bound now and queues connections until the control

@@ -188,8 +188,9 @@ pub struct ClusterSpec {
     pub extra: serde_json::Value,
 }
 
-/// One cluster, as every part of kemu sees it.
-#[derive(Debug, Clone, PartialEq)]
+/// One cluster, as every part of kemu sees it. Serialized whole (its CA's
+/// keys included) by the state directory and snapshots.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClusterRecord {
     /// Unique id.
     pub id: ClusterId,

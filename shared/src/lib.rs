@@ -18,6 +18,8 @@
 //! - [`config`]: addresses and switches chosen at start-up.
 //! - [`error`]: the shared error vocabulary every facade maps to its wire format.
 //! - [`facade`]: the handler trait every cloud facade implements, and its dispatcher.
+//! - [`persist`]: the [`Persist`] trait every piece of cloud state implements for
+//!   the state directory, snapshots and reset.
 
 pub mod auth;
 pub mod clock;
@@ -26,6 +28,7 @@ pub mod config;
 pub mod error;
 pub mod facade;
 pub mod kubeconfig;
+pub mod persist;
 pub mod pki;
 pub mod registry;
 pub mod sa_key;
@@ -39,6 +42,7 @@ pub use cluster::{
 pub use config::Config;
 pub use error::RegistryError;
 pub use facade::ApiHandler;
+pub use persist::{Persist, PersistError};
 pub use registry::{ClusterRegistry, DataPlaneHook};
 pub use sa_key::ServiceAccountKey;
 pub use sentinel::{Advertised, advertise};

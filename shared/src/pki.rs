@@ -25,8 +25,21 @@ pub struct CertAndKey {
     pub key_pem: String,
 }
 
+/// A cluster's key material as it is persisted (state directory, snapshots):
+/// plain PEM strings. New per-cluster keys go here as `#[serde(default)]`
+/// fields, so older state files still load.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ClusterKeys {
+    /// The CA certificate, PEM.
+    pub ca_cert_pem: String,
+    /// The CA private key, PKCS#8 PEM.
+    pub ca_key_pem: String,
+}
+
 /// A certificate authority: one per cluster, and one for kemu's own HTTPS facades.
-#[derive(Clone)]
+/// Serialized as its [`ClusterKeys`].
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "ClusterKeys", into = "ClusterKeys")]
 pub struct ClusterCa {
     inner: Arc<CaInner>,
 }
@@ -52,6 +65,20 @@ impl PartialEq for ClusterCa {
 }
 
 const VALID_YEARS: i32 = 10;
+
+impl From<ClusterCa> for ClusterKeys {
+    fn from(ca: ClusterCa) -> Self {
+        ca.keys()
+    }
+}
+
+impl TryFrom<ClusterKeys> for ClusterCa {
+    type Error = PkiError;
+
+    fn try_from(keys: ClusterKeys) -> Result<Self, PkiError> {
+        Self::from_keys(&keys)
+    }
+}
 
 impl ClusterCa {
     /// A new CA whose subject is `CN=<common_name>`, valid for ten years from `now`.
@@ -87,6 +114,19 @@ impl ClusterCa {
                 subject_der,
             }),
         })
+    }
+
+    /// The key material to persist.
+    pub fn keys(&self) -> ClusterKeys {
+        ClusterKeys {
+            ca_cert_pem: self.inner.cert_pem.clone(),
+            ca_key_pem: self.inner.key_pem.clone(),
+        }
+    }
+
+    /// The CA persisted as `keys`.
+    pub fn from_keys(keys: &ClusterKeys) -> Result<Self, PkiError> {
+        Self::from_pem(&keys.ca_cert_pem, &keys.ca_key_pem)
     }
 
     /// The CA certificate, PEM: what a kubeconfig's `certificate-authority-data` holds.

@@ -18,6 +18,7 @@ use crate::cluster::{
     Cloud, ClusterId, ClusterRecord, ClusterSpec, Lifecycle, OwnerScope, Serving,
 };
 use crate::error::RegistryError;
+use crate::persist::{Persist, PersistError};
 use crate::pki::ClusterCa;
 use crate::sa_key::ServiceAccountKey;
 
@@ -324,6 +325,61 @@ impl ClusterRegistry {
     }
 }
 
+/// Every record, CA keys and ports included. Restoring replaces the registry:
+/// clusters that are gone are retired (listener closed), the others are served
+/// again on the port they had, so their kubeconfigs keep working.
+impl Persist for ClusterRegistry {
+    fn name(&self) -> &'static str {
+        "registry"
+    }
+
+    fn snapshot(&self) -> serde_json::Value {
+        let clusters = self.inner.clusters.read();
+        serde_json::to_value(clusters.values().collect::<Vec<_>>())
+            .unwrap_or(serde_json::Value::Null)
+    }
+
+    fn restore(&self, state: serde_json::Value) -> Result<(), PersistError> {
+        let records: Vec<ClusterRecord> = match state {
+            serde_json::Value::Null => Vec::new(),
+            state => serde_json::from_value(state).map_err(|e| PersistError::invalid("registry", e))?,
+        };
+        let attached = self.dataplane_attached();
+        let ids: Vec<ClusterId> = records.iter().map(|r| r.id.clone()).collect();
+        let removed: Vec<ClusterId> = {
+            let mut clusters = self.inner.clusters.write();
+            let restored: BTreeMap<ClusterId, ClusterRecord> = records
+                .into_iter()
+                .map(|mut r| {
+                    // Where it is served is found again below, on its old port.
+                    r.serving = if attached {
+                        Serving::Pending
+                    } else {
+                        Serving::Disabled
+                    };
+                    (r.id.clone(), r)
+                })
+                .collect();
+            let removed = clusters
+                .keys()
+                .filter(|id| !restored.contains_key(*id))
+                .cloned()
+                .collect();
+            *clusters = restored;
+            removed
+        };
+        if let Some(dp) = self.inner.dataplane.read().clone() {
+            for id in &removed {
+                dp.retire(id);
+            }
+        }
+        for id in ids {
+            self.bind(&id);
+        }
+        Ok(())
+    }
+}
+
 fn to_chrono(d: Duration) -> chrono::Duration {
     chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
 }
@@ -393,5 +449,19 @@ mod tests {
         s.scope = scope("MyRG");
         reg.create(s).unwrap();
         assert!(reg.find(&scope("myrg"), "a").is_ok());
+    }
+
+    #[test]
+    fn restore_brings_back_records_with_their_ca() {
+        let reg = ClusterRegistry::new(FakeClock::at_epoch());
+        let a = reg.create(spec("a", 30)).unwrap();
+        let saved = reg.snapshot();
+        reg.create(spec("b", 0)).unwrap();
+        let other = ClusterRegistry::new(FakeClock::at_epoch());
+        other.restore(saved.clone()).unwrap();
+        assert_eq!(other.get(&a.id).unwrap(), a);
+        reg.restore(saved).unwrap();
+        assert_eq!(reg.list(|_| true).len(), 1, "b is gone after the restore");
+        assert!(reg.restore(serde_json::json!({"no": 1})).is_err());
     }
 }

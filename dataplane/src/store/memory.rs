@@ -1,7 +1,7 @@
 //! The in-memory [`Store`]: one lock per cluster, copy-on-write maps per
 //! resource so lists and watches take snapshots in O(1), and a bounded history.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,7 +51,7 @@ impl Default for StoreLimits {
     }
 }
 
-type ObjectMap = BTreeMap<(String, String), Object>;
+use super::{EventSink, ObjectMap, StoreImage};
 
 #[derive(Default)]
 struct State {
@@ -68,7 +68,10 @@ pub struct MemoryStore {
     clock: SharedClock,
     limits: StoreLimits,
     state: RwLock<State>,
-    events: broadcast::Sender<Arc<Event>>,
+    /// Replaced (dropping the old sender) when the store is closed, which
+    /// ends every watch on it.
+    events: RwLock<broadcast::Sender<Arc<Event>>>,
+    sink: RwLock<Option<Arc<dyn EventSink>>>,
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -122,9 +125,10 @@ impl MemoryStore {
     pub fn new(clock: SharedClock, limits: StoreLimits) -> Self {
         let store = Self {
             clock,
-            events: broadcast::channel(limits.fanout.max(16)).0,
+            events: RwLock::new(broadcast::channel(limits.fanout.max(16)).0),
             limits,
             state: RwLock::new(State::default()),
+            sink: RwLock::new(None),
         };
         for ns in INITIAL_NAMESPACES {
             let key = ObjectKey::new(NAMESPACES, "", ns);
@@ -134,6 +138,53 @@ impl MemoryStore {
             }
         }
         store
+    }
+
+    /// A store holding exactly `image` (objects, resourceVersion, history),
+    /// on `clock`: a restart or restore, not a fresh cluster.
+    pub fn from_image(clock: SharedClock, limits: StoreLimits, image: StoreImage) -> Self {
+        let store = Self {
+            clock,
+            events: RwLock::new(broadcast::channel(limits.fanout.max(16)).0),
+            limits,
+            state: RwLock::new(State {
+                rv: image.rv,
+                resources: image.resources,
+                history: image.history.into(),
+                compacted: image.compacted,
+                snapshots: VecDeque::new(),
+            }),
+            sink: RwLock::new(None),
+        };
+        {
+            let mut st = store.state.write();
+            let now = store.now();
+            store.compact(&mut st, now);
+        }
+        store
+    }
+
+    /// The whole content, consistent at one resourceVersion. Cheap: the maps
+    /// are shared copy-on-write.
+    pub fn image(&self) -> StoreImage {
+        let st = self.state.read();
+        StoreImage {
+            rv: st.rv,
+            compacted: st.compacted,
+            resources: st.resources.clone(),
+            history: st.history.iter().cloned().collect(),
+        }
+    }
+
+    /// Hands every later write to `sink` before it returns.
+    pub fn set_sink(&self, sink: Option<Arc<dyn EventSink>>) {
+        *self.sink.write() = sink;
+    }
+
+    /// Ends every watch on this store (its clients re-watch and find the
+    /// store that replaced it).
+    pub fn close(&self) {
+        *self.events.write() = broadcast::channel(self.limits.fanout.max(16)).0;
     }
 
     fn now(&self) -> DateTime<Utc> {
@@ -187,11 +238,16 @@ impl MemoryStore {
             encoded: Default::default(),
         });
         let now = self.now();
+        // Under the lock, so the log's order is the resourceVersion order, and
+        // before the caller can acknowledge the write.
+        if let Some(sink) = &*self.sink.read() {
+            sink.committed(&event, now);
+        }
         st.history.push_back((now, event.clone()));
         self.compact(st, now);
         // Never waits: a watcher that falls behind notices and catches up from
         // the history, or is told its resourceVersion is too old.
-        let _ = self.events.send(event);
+        let _ = self.events.read().send(event);
         object
     }
 
@@ -531,7 +587,7 @@ impl Store for MemoryStore {
     fn watch(&self, resource: &str, from: WatchFrom) -> Result<Subscription, ApiError> {
         let mut st = self.state.write();
         self.compact(&mut st, self.now());
-        let live = self.events.subscribe();
+        let live = self.events.read().subscribe();
         match from {
             WatchFrom::Now => Ok(Subscription {
                 initial: Some(Snapshot {

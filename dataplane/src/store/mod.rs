@@ -17,10 +17,12 @@ use crate::error::ApiError;
 
 pub mod deletion;
 mod dry_run;
+mod image;
 mod memory;
 
 pub use deletion::{DeleteOptions, DeleteStrategy, Deleted};
 pub use dry_run::DryRun;
+pub use image::{ClusterJournal, EventSink, ObjectMap, StoreImage};
 pub use memory::{INITIAL_NAMESPACES, MemoryStore, StoreLimits};
 
 /// An object's stored value: shared, never mutated in place.

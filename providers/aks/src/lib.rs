@@ -36,6 +36,7 @@ pub mod error;
 pub mod group;
 pub mod identity;
 pub mod operation;
+pub mod persist;
 pub mod render;
 pub mod router;
 pub mod state;

@@ -44,7 +44,7 @@ impl Default for AksConfig {
 }
 
 /// A resource group.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ResourceGroup {
     /// Subscription id, as first written.
     pub subscription: String,
@@ -59,7 +59,7 @@ pub struct ResourceGroup {
 }
 
 /// What a long-running operation was started for.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Operation {
     /// Operation id (a GUID).
     pub id: String,

@@ -27,6 +27,7 @@ pub mod cluster;
 pub mod error;
 pub mod extras;
 pub mod nodegroup;
+pub mod persist;
 pub mod render;
 pub mod resources;
 pub mod router;

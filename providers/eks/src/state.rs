@@ -12,10 +12,11 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 use kemu_shared::ClusterId;
 use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 /// The kinds of cluster sub-resources, each a name-keyed collection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Kind {
     /// Managed node groups, keyed by name.
     Nodegroup,
@@ -73,11 +74,12 @@ impl Kind {
 }
 
 /// One sub-resource: its wire object and the transition the clock will apply.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Item {
     /// The EKS wire object, as describe returns it.
     pub obj: Map<String, Value>,
     /// `(when, Some(status))` to reach a status, `(when, None)` to disappear.
+    #[serde(deserialize_with = "crate::persist::pending_status")]
     pub pending: Option<(DateTime<Utc>, Option<&'static str>)>,
 }
 
@@ -116,7 +118,7 @@ impl Item {
 }
 
 /// What an update applies to, for DescribeUpdate/ListUpdates filters.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum UpdateTarget {
     /// The cluster itself.
     Cluster,
@@ -129,7 +131,7 @@ pub enum UpdateTarget {
 }
 
 /// One update: `InProgress` until `done_at` on the clock, then `Successful`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Update {
     /// Its id.
     pub id: String,
@@ -157,7 +159,7 @@ impl Update {
 }
 
 /// Everything EKS keeps for one cluster.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ClusterState {
     /// Sub-resources by kind, then key.
     pub items: BTreeMap<Kind, BTreeMap<String, Item>>,

@@ -26,6 +26,7 @@ pub mod compute;
 pub mod error;
 pub mod node_pool;
 pub mod operation;
+pub mod persist;
 pub mod render;
 pub mod router;
 pub mod server_config;

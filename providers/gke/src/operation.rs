@@ -12,7 +12,7 @@ use crate::router::{LocationRef, OperationRef};
 use crate::wire;
 
 /// `Operation.Type` names kemu emits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum OpType {
     /// CREATE_CLUSTER.
     CreateCluster,
@@ -64,7 +64,7 @@ impl OpType {
 }
 
 /// One operation.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Operation {
     /// Bare id, `operation-…`: gcloud polls `locations/L/operations/{name}`.
     pub id: String,
@@ -143,6 +143,16 @@ impl Operations {
     /// concurrent changes of one cluster cannot both pass the busy check.
     pub fn serialize(&self) -> parking_lot::MutexGuard<'_, ()> {
         self.mutations.lock()
+    }
+
+    /// Every operation, oldest first.
+    pub fn all(&self) -> Vec<Operation> {
+        self.ops.lock().clone()
+    }
+
+    /// Replaces every operation (restore, reset).
+    pub fn replace(&self, ops: Vec<Operation>) {
+        *self.ops.lock() = ops;
     }
 
     /// Records an operation.

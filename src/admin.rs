@@ -1,0 +1,221 @@
+//! The admin endpoint of a running kemu (plain HTTP, on the bind host; its URL
+//! is the ready line's `admin`), and the client the `kemu snapshot` and
+//! `kemu reset` commands use.
+//!
+//! - `GET /kemu/snapshot`: the whole state as a state file (what
+//!   `--restore FILE` reads).
+//! - `POST /kemu/reset`: back to the start-up state (after `--restore`, the
+//!   state directory's replay and fixtures): clusters created since are
+//!   deleted and their listeners closed, deleted ones come back on their old
+//!   ports, every store holds its start-up objects, watches end.
+
+use std::io::{Read, Write};
+use std::sync::Arc;
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError, web};
+use parking_lot::Mutex;
+use serde_json::json;
+
+use crate::Kemu;
+use crate::persist::{self, ApplyMode, Persistence, PersistenceError, StateImage};
+
+/// What the admin endpoint can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// Reset was asked before start-up finished.
+    #[error("kemu has not finished starting; nothing to reset to")]
+    NotStarted,
+    /// The state could not be put in place or logged.
+    #[error(transparent)]
+    Persistence(#[from] PersistenceError),
+}
+
+impl ResponseError for AdminError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            AdminError::NotStarted => StatusCode::SERVICE_UNAVAILABLE,
+            AdminError::Persistence(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        HttpResponse::build(self.status_code()).json(json!({ "error": self.to_string() }))
+    }
+}
+
+/// The admin surface of one kemu.
+#[derive(Debug)]
+pub struct Admin {
+    kemu: Kemu,
+    persistence: Option<Persistence>,
+    start: Mutex<Option<Arc<StateImage>>>,
+    resetting: Mutex<()>,
+}
+
+impl Admin {
+    /// The admin surface of `kemu`, logging resets to `persistence` if set.
+    pub fn new(kemu: Kemu, persistence: Option<Persistence>) -> Self {
+        Self {
+            kemu,
+            persistence,
+            start: Mutex::new(None),
+            resetting: Mutex::new(()),
+        }
+    }
+
+    /// Takes the current state as the one [`Admin::reset`] returns to. The
+    /// binary calls it once start-up is complete, just before the ready line.
+    pub fn mark_start(&self) {
+        *self.start.lock() = Some(Arc::new(persist::capture(&self.kemu)));
+    }
+
+    /// The whole state, as a state file.
+    pub fn snapshot(&self) -> Vec<u8> {
+        persist::encode(&persist::capture(&self.kemu), 0)
+    }
+
+    /// Returns kemu to its start-up state; says how many clusters and objects
+    /// that is.
+    pub fn reset(&self) -> Result<(usize, usize), AdminError> {
+        let _one = self.resetting.lock();
+        let start = self.start.lock().clone().ok_or(AdminError::NotStarted)?;
+        persist::apply(&self.kemu, &start, ApplyMode::Reset)?;
+        if let Some(p) = &self.persistence {
+            p.record_cloud(&self.kemu);
+        }
+        Ok((
+            self.kemu.registry().list(|_| true).len(),
+            start.object_count(),
+        ))
+    }
+
+    /// Mounts the admin routes.
+    pub fn configure(self: &Arc<Self>, cfg: &mut web::ServiceConfig) {
+        cfg.app_data(web::Data::from(self.clone()))
+            .route("/kemu/snapshot", web::get().to(snapshot))
+            .route("/kemu/reset", web::post().to(reset));
+    }
+}
+
+async fn snapshot(admin: web::Data<Admin>) -> HttpResponse {
+    let body = web::block(move || admin.snapshot()).await.unwrap_or_default();
+    HttpResponse::Ok()
+        .content_type("application/x-ndjson")
+        .body(body)
+}
+
+async fn reset(admin: web::Data<Admin>) -> Result<HttpResponse, AdminError> {
+    let (clusters, objects) = admin.reset()?;
+    Ok(HttpResponse::Ok().json(json!({ "reset": true, "clusters": clusters, "objects": objects })))
+}
+
+/// What talking to a running kemu's admin endpoint can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The URL is not `http://host:port`.
+    #[error("admin URL {0:?}: expected http://HOST:PORT (the ready line's `admin`)")]
+    Url(String),
+    /// The connection failed.
+    #[error("admin endpoint {url}: {source}")]
+    Io {
+        /// The admin URL.
+        url: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The answer is not HTTP, or an error.
+    #[error("admin endpoint {url}: {message}")]
+    Answer {
+        /// The admin URL.
+        url: String,
+        /// Status and body, or what is wrong with the answer.
+        message: String,
+    },
+}
+
+/// Sends `METHOD path` to the admin endpoint at `url` and returns the body of
+/// a 2xx answer. Plain HTTP/1.1 over loopback: no client library needed.
+pub fn call(url: &str, method: &str, path: &str) -> Result<Vec<u8>, ClientError> {
+    let authority = url
+        .strip_prefix("http://")
+        .map(|a| a.trim_end_matches('/'))
+        .filter(|a| !a.is_empty() && !a.contains('/'))
+        .ok_or_else(|| ClientError::Url(url.to_owned()))?;
+    let err = |source| ClientError::Io {
+        url: url.to_owned(),
+        source,
+    };
+    let mut stream = std::net::TcpStream::connect(authority).map_err(err)?;
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(err)?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).map_err(err)?;
+    let answer = |message: String| ClientError::Answer {
+        url: url.to_owned(),
+        message,
+    };
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| answer("no HTTP header in the answer".into()))?;
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let mut body = raw[split + 4..].to_vec();
+    let status: u16 = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| answer(format!("not an HTTP status line: {head}")))?;
+    let chunked = head.lines().any(|l| {
+        let l = l.to_ascii_lowercase();
+        l.starts_with("transfer-encoding:") && l.contains("chunked")
+    });
+    if chunked {
+        body = dechunk(&body).ok_or_else(|| answer("bad chunked body".into()))?;
+    }
+    if !(200..300).contains(&status) {
+        return Err(answer(format!(
+            "HTTP {status}: {}",
+            String::from_utf8_lossy(&body)
+        )));
+    }
+    Ok(body)
+}
+
+fn dechunk(mut raw: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let eol = raw.windows(2).position(|w| w == b"\r\n")?;
+        let size_text = std::str::from_utf8(&raw[..eol]).ok()?;
+        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
+        raw = &raw[eol + 2..];
+        if size == 0 {
+            return Some(out);
+        }
+        out.extend_from_slice(raw.get(..size)?);
+        raw = raw.get(size + 2..)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunked_bodies_decode() {
+        assert_eq!(dechunk(b"3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n").unwrap(), b"abcde");
+        assert!(dechunk(b"5\r\nab").is_none());
+    }
+
+    #[test]
+    fn urls_must_be_plain_http() {
+        assert!(matches!(
+            call("https://x:1", "GET", "/"),
+            Err(ClientError::Url(_))
+        ));
+        assert!(matches!(call("http://", "GET", "/"), Err(ClientError::Url(_))));
+    }
+}
