@@ -57,6 +57,10 @@ struct Cli {
     /// `allow-all` (every request is allowed, anonymous ones included).
     #[arg(long, env = "KEMU_AUTHORIZATION", default_value = "rbac")]
     authorization: kemu::Mode,
+    /// A fixture file to load at start-up (repeatable): clusters in any cloud
+    /// and the manifests to apply in each. See fixtures/README.md.
+    #[arg(long = "fixture", env = "KEMU_FIXTURES", value_delimiter = ',')]
+    fixtures: Vec<PathBuf>,
     /// Log format.
     #[arg(long, env = "KEMU_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: LogFormat,
@@ -79,29 +83,51 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 "0.0.0.0" | "::" => "127.0.0.1".to_owned(),
                 h => h.to_owned(),
             });
-    let kemu = Kemu::builder()
-        .config(Config {
-            advertise_host,
-            bind_host: cli.bind_host.clone(),
-        })
-        .dataplane(!cli.no_dataplane)
-        .authorization(cli.authorization)
-        .aks_config(aks_config(&cli)?)
-        .build()?;
+    let builder = || -> anyhow::Result<kemu::KemuBuilder> {
+        Ok(Kemu::builder()
+            .config(Config {
+                advertise_host: advertise_host.clone(),
+                bind_host: cli.bind_host.clone(),
+            })
+            .dataplane(!cli.no_dataplane)
+            .authorization(cli.authorization)
+            .aks_config(aks_config(&cli)?))
+    };
+    // A bad fixture fails here, before the real kemu holds any state: the
+    // files are checked, then loaded into a throwaway kemu.
+    let fixtures = kemu::fixtures::read(&cli.fixtures, kemu_eks::DEFAULT_ACCOUNT)?;
+    if !fixtures.is_empty() {
+        let scratch = builder()?
+            .dataplane(true)
+            .aks_config(kemu_aks::AksConfig::default())
+            .build()?;
+        kemu::fixtures::dry_run(scratch, &fixtures, &cli.bind_host).await?;
+    }
+    let kemu = builder()?.build()?;
     let run_dir = cli
         .run_dir
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join(format!("kemu-{}", std::process::id())));
-    let running = server::start(
+    let mut running = server::start(
         kemu,
         &Listeners {
             bind_host: cli.bind_host.clone(),
             eks_port: cli.eks_port,
             gke_port: cli.gke_port,
             aks_port: cli.aks_port,
-            run_dir,
+            run_dir: run_dir.clone(),
         },
     )?;
+    if !fixtures.is_empty() {
+        let kemu = running.kemu().clone();
+        running.ready.clusters = kemu::fixtures::load(
+            &kemu,
+            &running.ready,
+            &fixtures,
+            &run_dir.join("kubeconfigs"),
+        )
+        .await?;
+    }
     // Listen for signals before announcing readiness: a script may send SIGTERM
     // the moment it reads the ready line.
     let signals = shutdown_signal()?;

@@ -43,6 +43,10 @@ pub struct ReadyLine {
     pub dataplane: String,
     /// PEM file of the CA the HTTPS facades present.
     pub ca_bundle: String,
+    /// The clusters `--fixture` files loaded, each with the kubeconfig kemu
+    /// wrote for it; absent when none were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<crate::fixtures::LoadedCluster>,
 }
 
 /// A running standalone server.
@@ -107,6 +111,7 @@ pub fn start(kemu: Kemu, listeners: &Listeners) -> anyhow::Result<Running> {
         }
         .into(),
         ca_bundle: ca_bundle.display().to_string(),
+        clusters: Vec::new(),
     };
 
     let servers = vec![
