@@ -69,10 +69,15 @@ struct Cli {
     log: String,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() {
     let cli = Cli::parse();
     init_logging(&cli);
-    actix_rt::System::new().block_on(run(cli))
+    // The message alone (with its causes), never a backtrace: a bad fixture's
+    // file, line and reason is what the user needs to read.
+    if let Err(e) = actix_rt::System::new().block_on(run(cli)) {
+        eprintln!("Error: {e:#}");
+        std::process::exit(1);
+    }
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
