@@ -9,6 +9,8 @@
 //! - [`Kemu`]: the shared engine: one clock, one cluster registry, one data
 //!   plane. A host mounts each facade with one call:
 //!   `App::new().configure(kemu.eks())`.
+//! - [`fixtures`]: declarative multi-cloud fixtures (`kemu --fixture FILE`),
+//!   loaded through the facades and the clusters' APIs.
 //! - [`server`]: the standalone server the binary runs: one listener per facade
 //!   (AKS over HTTPS), the ready line, clean shutdown.
 //! - [`persist`]: the state directory (write-ahead log + compaction), state
@@ -34,6 +36,7 @@
 
 pub mod admin;
 pub mod persist;
+pub mod fixtures;
 pub mod server;
 
 use std::sync::Arc;

@@ -79,6 +79,10 @@ struct Cli {
     /// `allow-all` (every request is allowed, anonymous ones included).
     #[arg(long, env = "KEMU_AUTHORIZATION", default_value = "rbac")]
     authorization: kemu::Mode,
+    /// A fixture file to load at start-up (repeatable): clusters in any cloud
+    /// and the manifests to apply in each. See fixtures/README.md.
+    #[arg(long = "fixture", env = "KEMU_FIXTURES", value_delimiter = ',')]
+    fixtures: Vec<PathBuf>,
     /// Log format.
     #[arg(long, env = "KEMU_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: LogFormat,
@@ -106,12 +110,18 @@ enum Admin {
     },
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() {
     let cli = Cli::parse();
     init_logging(&cli);
-    match &cli.command {
+    let result = match &cli.command {
         Some(command) => admin(command),
         None => actix_rt::System::new().block_on(run(cli)),
+    };
+    // The message alone (with its causes), never a backtrace: a bad fixture's
+    // file, line and reason is what the user needs to read.
+    if let Err(e) = result {
+        eprintln!("Error: {e:#}");
+        std::process::exit(1);
     }
 }
 
@@ -160,34 +170,62 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 "0.0.0.0" | "::" => "127.0.0.1".to_owned(),
                 h => h.to_owned(),
             });
-    let kemu = Kemu::builder()
-        .config(Config {
-            advertise_host,
-            bind_host: cli.bind_host.clone(),
-        })
-        .dataplane(!cli.no_dataplane)
-        .authorization(cli.authorization)
-        .aks_config(aks_config(&cli)?)
-        .build()?;
+    let builder = || -> anyhow::Result<kemu::KemuBuilder> {
+        Ok(Kemu::builder()
+            .config(Config {
+                advertise_host: advertise_host.clone(),
+                bind_host: cli.bind_host.clone(),
+            })
+            .dataplane(!cli.no_dataplane)
+            .authorization(cli.authorization)
+            .aks_config(aks_config(&cli)?))
+    };
+    // A bad fixture fails here, before the real kemu holds any state (or
+    // touches the state directory): the files are checked, then loaded into a
+    // throwaway kemu.
+    let fixtures = kemu::fixtures::read(&cli.fixtures, kemu_eks::DEFAULT_ACCOUNT)?;
+    if !fixtures.is_empty() {
+        let scratch = builder()?
+            .dataplane(true)
+            .aks_config(kemu_aks::AksConfig::default())
+            .build()?;
+        kemu::fixtures::dry_run(scratch, &fixtures, &cli.bind_host).await?;
+    }
+    let kemu = builder()?.build()?;
     let persistence = load_state(&kemu, &cli)?;
+    // A state directory or state file that already holds clusters is the
+    // world the fixtures made on an earlier start: they are not loaded twice.
+    let resumed = !kemu.registry().list(|_| true).is_empty();
     let run_dir = cli
         .run_dir
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join(format!("kemu-{}", std::process::id())));
-    let running = server::start_with(
+    let mut running = server::start_with(
         kemu,
         &Listeners {
             bind_host: cli.bind_host.clone(),
             eks_port: cli.eks_port,
             gke_port: cli.gke_port,
             aks_port: cli.aks_port,
-            run_dir,
+            run_dir: run_dir.clone(),
         },
         server::Extras {
             admin_port: Some(cli.admin_port),
             persistence,
         },
     )?;
+    if resumed && !fixtures.is_empty() {
+        eprintln!("kemu: the state already holds clusters; fixtures are not loaded again");
+    } else if !fixtures.is_empty() {
+        let kemu = running.kemu().clone();
+        running.ready.clusters = kemu::fixtures::load(
+            &kemu,
+            &running.ready,
+            &fixtures,
+            &run_dir.join("kubeconfigs"),
+        )
+        .await?;
+    }
     // Listen for signals before announcing readiness: a script may send SIGTERM
     // the moment it reads the ready line.
     let signals = shutdown_signal()?;

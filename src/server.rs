@@ -60,6 +60,10 @@ pub struct ReadyLine {
     /// Admin endpoint base URL (snapshot, reset), when there is one.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub admin: String,
+    /// The clusters `--fixture` files loaded, each with the kubeconfig kemu
+    /// wrote for it; absent when none were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<crate::fixtures::LoadedCluster>,
 }
 
 /// A running standalone server.
@@ -147,6 +151,7 @@ pub fn start_with(kemu: Kemu, listeners: &Listeners, extras: Extras) -> anyhow::
             .map(|l| url("http", l))
             .transpose()?
             .unwrap_or_default(),
+        clusters: Vec::new(),
     };
 
     let log = CloudLog(extras.persistence.clone().map(|p| (p, kemu.clone())));
