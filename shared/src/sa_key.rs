@@ -26,8 +26,10 @@ const P256_SPKI_PREFIX: [u8; 26] = [
     0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
 ];
 
-/// A cluster's service-account signing key.
-#[derive(Clone)]
+/// A cluster's service-account signing key. Serialized as its PKCS#8 PEM
+/// (the state directory keeps it beside the cluster's CA).
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct ServiceAccountKey {
     inner: Arc<Inner>,
 }
@@ -43,6 +45,19 @@ impl std::fmt::Debug for ServiceAccountKey {
         f.debug_struct("ServiceAccountKey")
             .field("kid", &self.inner.kid)
             .finish_non_exhaustive()
+    }
+}
+
+impl TryFrom<String> for ServiceAccountKey {
+    type Error = PkiError;
+    fn try_from(pem: String) -> Result<Self, PkiError> {
+        Self::from_pem(&pem)
+    }
+}
+
+impl From<ServiceAccountKey> for String {
+    fn from(key: ServiceAccountKey) -> String {
+        key.inner.key_pem.clone()
     }
 }
 

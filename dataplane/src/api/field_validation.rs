@@ -441,6 +441,7 @@ mod tests {
             verbs: vec![],
             subresources: vec![],
             definition: "io.k8s.api.apps.v1.Deployment".into(),
+            custom: None,
         };
         let body = serde_json::json!({"kind": "Deployment", "apiVersion": "apps/v1"});
         assert_eq!(

@@ -163,8 +163,6 @@ pub mod kinds {
     );
     /// coordination.k8s.io/v1 Lease.
     pub const LEASE: Kind = k("coordination.k8s.io/v1", "Lease", "leases", true, false);
-    /// core/v1 Secret.
-    pub const SECRET: Kind = k("v1", "Secret", "secrets", true, false);
     /// core/v1 ResourceQuota.
     pub const RESOURCE_QUOTA: Kind = k("v1", "ResourceQuota", "resourcequotas", true, true);
     /// batch/v1 Job.
