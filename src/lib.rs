@@ -35,8 +35,8 @@
 //! ```
 
 pub mod admin;
-pub mod persist;
 pub mod fixtures;
+pub mod persist;
 pub mod server;
 
 use std::sync::Arc;

@@ -177,7 +177,13 @@ fn flow(kemu: &Kemu, sandbox: &Sandbox, endpoint: &str) {
     assert_eq!(
         refused(
             &admin,
-            &["--token", "k8s-aws-v1.not-a-token", "create", "namespace", "evil"]
+            &[
+                "--token",
+                "k8s-aws-v1.not-a-token",
+                "create",
+                "namespace",
+                "evil"
+            ]
         ),
         "error: You must be logged in to the server (Unauthorized)"
     );

@@ -209,7 +209,11 @@ fn write_image(w: &mut impl Write, image: &StateImage, wal_gen: u64) -> std::io:
 }
 
 /// Writes `image` to `path` atomically (temporary file, sync, rename).
-pub fn write_state_file(path: &Path, image: &StateImage, wal_gen: u64) -> Result<(), PersistenceError> {
+pub fn write_state_file(
+    path: &Path,
+    image: &StateImage,
+    wal_gen: u64,
+) -> Result<(), PersistenceError> {
     let tmp = path.with_extension("jsonl.tmp");
     let file = std::fs::File::create(&tmp).map_err(io(&tmp))?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
@@ -244,8 +248,7 @@ fn replay_file(
         number += 1;
         progress.advance(n as u64);
         let complete = buf.last() == Some(&b'\n');
-        let parsed: Result<Line, String> =
-            serde_json::from_slice(&buf).map_err(|e| e.to_string());
+        let parsed: Result<Line, String> = serde_json::from_slice(&buf).map_err(|e| e.to_string());
         match parsed.and_then(|line| replay.apply(line)) {
             Ok(()) => {}
             Err(reason) if is_log && !complete => {
@@ -356,7 +359,10 @@ impl Persistence {
         }
         let image = replay.finish();
         progress.finish(&summary(&image));
-        let next = generations.last().map_or(first_gen, |g| g + 1).max(first_gen);
+        let next = generations
+            .last()
+            .map_or(first_gen, |g| g + 1)
+            .max(first_gen);
         let wal = Wal::open(dir, next, policy).map_err(io(dir))?;
         Ok((
             Self {
@@ -448,7 +454,11 @@ impl Persistence {
         let image = capture(kemu);
         write_state_file(&dir.join(SNAPSHOT), &image, next)?;
         self.shared.wal.remove_before(next).map_err(io(dir))?;
-        tracing::info!(objects = image.object_count(), generation = next, "state directory compacted");
+        tracing::info!(
+            objects = image.object_count(),
+            generation = next,
+            "state directory compacted"
+        );
         Ok(())
     }
 

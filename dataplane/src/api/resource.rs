@@ -660,7 +660,12 @@ impl Handler<'_> {
                 .map(str::to_owned);
             let mut changed = change(&current)?;
             strategy::prepare_update(&self.strategy(), self.rt(), &current, &mut changed)?;
-            custom_strategy::prepare_update(self.rt(), &mut changed, &current, UnknownFields::Drop)?;
+            custom_strategy::prepare_update(
+                self.rt(),
+                &mut changed,
+                &current,
+                UnknownFields::Drop,
+            )?;
             let changed = admission
                 .admit(Admit::Update, changed, Some(&current))
                 .await?;
@@ -705,41 +710,41 @@ impl Handler<'_> {
         let found = RefCell::new(Vec::new());
         let (code, object) = self
             .modify(&key, "", None, |current| {
-            let mut next = current.clone();
-            next["metadata"]["resourceVersion"] = Value::Null;
-            patch::apply(kind, &mut next, &patch, schema)?;
-            if next["metadata"]["resourceVersion"].is_null()
-                && let Some(m) = next["metadata"].as_object_mut()
-            {
-                m.remove("resourceVersion");
-            }
-            if let Some(n) = next["metadata"]["name"].as_str()
-                && n != key.name
-            {
-                return Err(ApiError::BadRequest(format!(
-                    "the name of the object ({n}) does not match the name on the URL ({})",
-                    key.name
-                )));
-            }
-            if status_sub {
-                keep_status(current, &mut next);
-            }
-            self.check_finalizers(&next, current)?;
-            let mut checked = field_validation::check_value(next, &self.rt().field_schema());
-            checked.problems.splice(0..0, patch_dups.iter().cloned());
-            if self.directive == Directive::Strict && !checked.problems.is_empty() {
-                let shown = match kind {
-                    PatchType::StrategicMerge => field_validation::go_format(&patch),
-                    _ => serde_json::to_string(&checked.value).unwrap_or_default(),
-                };
-                return Err(field_validation::patch_error(&shown, &checked.problems));
-            }
-            *found.borrow_mut() = std::mem::take(&mut checked.problems);
-            let mut next = checked.value;
-            self.track(Some(current), &mut next);
-            Ok(next)
-        })
-        .await?;
+                let mut next = current.clone();
+                next["metadata"]["resourceVersion"] = Value::Null;
+                patch::apply(kind, &mut next, &patch, schema)?;
+                if next["metadata"]["resourceVersion"].is_null()
+                    && let Some(m) = next["metadata"].as_object_mut()
+                {
+                    m.remove("resourceVersion");
+                }
+                if let Some(n) = next["metadata"]["name"].as_str()
+                    && n != key.name
+                {
+                    return Err(ApiError::BadRequest(format!(
+                        "the name of the object ({n}) does not match the name on the URL ({})",
+                        key.name
+                    )));
+                }
+                if status_sub {
+                    keep_status(current, &mut next);
+                }
+                self.check_finalizers(&next, current)?;
+                let mut checked = field_validation::check_value(next, &self.rt().field_schema());
+                checked.problems.splice(0..0, patch_dups.iter().cloned());
+                if self.directive == Directive::Strict && !checked.problems.is_empty() {
+                    let shown = match kind {
+                        PatchType::StrategicMerge => field_validation::go_format(&patch),
+                        _ => serde_json::to_string(&checked.value).unwrap_or_default(),
+                    };
+                    return Err(field_validation::patch_error(&shown, &checked.problems));
+                }
+                *found.borrow_mut() = std::mem::take(&mut checked.problems);
+                let mut next = checked.value;
+                self.track(Some(current), &mut next);
+                Ok(next)
+            })
+            .await?;
         if self.directive == Directive::Warn {
             self.warnings.borrow_mut().extend(found.into_inner());
         }
@@ -755,11 +760,12 @@ impl Handler<'_> {
         admission.admit_delete(&current, &req.raw).await?;
         let clock = self.engine.registry().clock().clone();
         if !req.dry_run {
-            let now = clock.now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            let now = clock
+                .now()
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
             if let Some(next) = custom_strategy::prepare_delete(self.rt(), &current, &now) {
                 // The type holds the object for its own cleanup first (CRDs).
-                self.store
-                    .update(&key, next, &req.options.preconditions)?;
+                self.store.update(&key, next, &req.options.preconditions)?;
             }
         }
         let answer = delete::delete_one(&self.store, &clock, self.rt(), &key, &req).map_err(
@@ -906,25 +912,25 @@ impl Handler<'_> {
         let patch = request::decode_json(body)?;
         let (_, updated) = self
             .modify(&key, sub.name(), None, |current| {
-            let mut view = self.view(sub, current);
-            let rv = view["metadata"]["resourceVersion"].take();
-            let schema = match sub {
-                Sub::Status => schema,
-                Sub::Scale => openapi::definitions().get("io.k8s.api.autoscaling.v1.Scale"),
-            };
-            patch::apply(kind, &mut view, &patch, schema)?;
-            if view["metadata"]["resourceVersion"].is_null() {
-                view["metadata"]["resourceVersion"] = rv;
-            }
-            let mut next = self.unview(sub, current, &view)?;
-            if view["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"]
-                && let Some(m) = next["metadata"].as_object_mut()
-            {
-                m.remove("resourceVersion");
-            }
-            Ok(next)
-        })
-        .await?;
+                let mut view = self.view(sub, current);
+                let rv = view["metadata"]["resourceVersion"].take();
+                let schema = match sub {
+                    Sub::Status => schema,
+                    Sub::Scale => openapi::definitions().get("io.k8s.api.autoscaling.v1.Scale"),
+                };
+                patch::apply(kind, &mut view, &patch, schema)?;
+                if view["metadata"]["resourceVersion"].is_null() {
+                    view["metadata"]["resourceVersion"] = rv;
+                }
+                let mut next = self.unview(sub, current, &view)?;
+                if view["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"]
+                    && let Some(m) = next["metadata"].as_object_mut()
+                {
+                    m.remove("resourceVersion");
+                }
+                Ok(next)
+            })
+            .await?;
         Ok(HttpResponse::Ok().json(self.view(sub, &updated)))
     }
 }

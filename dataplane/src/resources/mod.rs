@@ -12,9 +12,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 mod builtin;
-pub mod deletion;
 pub mod crd_validation;
 pub mod custom;
+pub mod deletion;
 pub mod schema;
 pub mod strategy;
 pub mod view;

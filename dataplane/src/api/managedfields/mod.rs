@@ -192,7 +192,8 @@ pub fn track_update(old: Option<&Value>, new: &mut Value, w: &Writer) {
     // The entries the request carries win (clients may edit them; `[{}]`
     // resets them); absent or empty, the live object's stay.
     let sent = new["metadata"]["managedFields"].as_array();
-    let reset = sent.is_some_and(|l| l.len() == 1 && l[0].as_object().is_some_and(|m| m.is_empty()));
+    let reset =
+        sent.is_some_and(|l| l.len() == 1 && l[0].as_object().is_some_and(|m| m.is_empty()));
     let mut managers = if reset {
         Vec::new()
     } else {
@@ -328,9 +329,7 @@ pub fn apply(
     if !c.is_empty() || entry.time.is_none() {
         entry.time = Some(w.now.clone());
     }
-    if w.manager == KUBECTL
-        && live_obj["metadata"]["annotations"][LAST_APPLIED].is_string()
-    {
+    if w.manager == KUBECTL && live_obj["metadata"]["annotations"][LAST_APPLIED].is_string() {
         // Keep the client-side apply annotation in step with what kubectl applies.
         let mut la = config.clone();
         if let Some(a) = la["metadata"]["annotations"].as_object_mut() {
@@ -353,8 +352,7 @@ fn conflicts_within(
     let changed = c.modified.union(&c.added);
     managers.iter().enumerate().all(|(i, e)| {
         Some(i) == skip
-            || e
-                .fields
+            || e.fields
                 .intersection(&changed)
                 .members()
                 .iter()

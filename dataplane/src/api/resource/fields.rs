@@ -119,30 +119,32 @@ impl Handler<'_> {
         let status_sub = has_sub(self.rt(), "status");
         let pinned = config["metadata"]["resourceVersion"].clone();
         let mut created = managedfields::apply(None, &config, &w, force)?;
-        if status_sub && self.rt().kind != "Namespace"
+        if status_sub
+            && self.rt().kind != "Namespace"
             && let Some(m) = created.as_object_mut()
         {
             m.remove("status");
         }
-        let (code, object) = self.modify(&key, "", Some(&created), |current| {
-            let mut next = managedfields::apply(Some(current), &config, &w, force)?;
-            if status_sub {
-                keep_status(current, &mut next);
-            }
-            // The live resourceVersion is no precondition; one the
-            // configuration names is.
-            match (&pinned, next["metadata"].as_object_mut()) {
-                (Value::String(rv), Some(meta)) => {
-                    meta.insert("resourceVersion".into(), json!(rv));
+        let (code, object) = self
+            .modify(&key, "", Some(&created), |current| {
+                let mut next = managedfields::apply(Some(current), &config, &w, force)?;
+                if status_sub {
+                    keep_status(current, &mut next);
                 }
-                (_, Some(meta)) => {
-                    meta.remove("resourceVersion");
+                // The live resourceVersion is no precondition; one the
+                // configuration names is.
+                match (&pinned, next["metadata"].as_object_mut()) {
+                    (Value::String(rv), Some(meta)) => {
+                        meta.insert("resourceVersion".into(), json!(rv));
+                    }
+                    (_, Some(meta)) => {
+                        meta.remove("resourceVersion");
+                    }
+                    _ => {}
                 }
-                _ => {}
-            }
-            Ok(next)
-        })
-        .await?;
+                Ok(next)
+            })
+            .await?;
         let code = if code == StatusCode::CREATED {
             StatusCode::CREATED
         } else {
