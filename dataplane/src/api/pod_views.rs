@@ -15,6 +15,9 @@ use crate::controllers::{kubelet, obj};
 use crate::error::{ApiError, Cause, Target};
 use crate::store::Preconditions;
 
+/// How a request turns the stored Pod into the proposed one.
+type Change = Box<dyn Fn(&Value) -> Result<Value, ApiError>>;
+
 /// Which part of the Pod the subresource writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
@@ -52,7 +55,7 @@ pub fn serve(
         return Ok(HttpResponse::Ok().json(&*ctx.object()?));
     }
     let body = body?;
-    let change: Box<dyn Fn(&Value) -> Result<Value, ApiError>> = match method {
+    let change: Change = match method {
         "PUT" => {
             let pod = request::decode_object(content_type, &body)?;
             Box::new(move |_| Ok(pod.clone()))

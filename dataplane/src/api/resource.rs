@@ -141,10 +141,7 @@ pub async fn dispatch(
         }
     }
     if let Some(handler) = subresources::handler(&scope) {
-        return Ok(subresources::serve(
-            handler, req, payload, engine, cluster, scope, store, params,
-        )
-        .await);
+        return Ok(subresources::serve(handler, req, payload, scope, store, params).await);
     }
     let op = route(&req, &scope, &params)?;
     let output = request::negotiate(&req, &params)?;

@@ -200,17 +200,22 @@ pub fn check_body_name(body: &Value, url_name: &str, kind: &str) -> Result<(), A
     }
 }
 
-/// Serves one subresource request.
+/// Serves one subresource request (the engine and cluster are the
+/// listener's app data).
 pub async fn serve(
     handler: Handler,
     req: HttpRequest,
     payload: web::Payload,
-    engine: web::Data<Engine>,
-    cluster: web::Data<ClusterContext>,
     scope: Scope,
     store: Arc<dyn Store>,
     params: Params,
 ) -> HttpResponse {
+    let (Some(engine), Some(cluster)) = (
+        req.app_data::<web::Data<Engine>>().cloned(),
+        req.app_data::<web::Data<ClusterContext>>(),
+    ) else {
+        return ApiError::Internal("engine not mounted".into()).error_response();
+    };
     let record = match engine.registry().get(&cluster.id) {
         Ok(r) => r,
         Err(_) => return ApiError::ClusterGone(cluster.id.clone()).error_response(),
