@@ -9,7 +9,6 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::{Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -274,6 +273,17 @@ fn exec_attach_and_port_forward_are_refused_clearly() {
         "jsonpath={.spec.ephemeralContainers[*].name}",
     ]));
     assert_eq!(names, "dbg");
+    ok(env.k(&[
+        "wait",
+        "--for=jsonpath={.status.ephemeralContainerStatuses[0].started}=true",
+        "pod/web",
+        "--timeout=60s",
+    ]));
+    let dbg = ok(env.k(&["logs", "web", "-c", "dbg"]));
+    assert!(
+        dbg.starts_with("kemu: container dbg started (image busybox:1.36)"),
+        "{dbg}"
+    );
 
     // In-place resize changes requests through pods/resize; other fields are refused.
     ok(env.k(&[
@@ -372,6 +382,22 @@ fn service_account_tokens_authenticate_until_they_expire() {
     );
     // ServiceAccounts may read the discovery documents (upstream's binding).
     ok(env.as_token(&token, &["get", "--raw", "/openid/v1/jwks"]));
+    // Anonymous callers may not, as upstream binds the role to ServiceAccounts only.
+    let server = advertise(&env.cluster).server_url().unwrap();
+    let client = common::https_client(env.cluster.ca.cert_pem());
+    let (code, body) = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let r = client
+            .get(format!("{server}/openid/v1/jwks"))
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    });
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains("User \\\"system:anonymous\\\" cannot get path \\\"/openid/v1/jwks\\\""),
+        "{body}"
+    );
 
     // Another audience, a malformed token, a too-short duration: refused.
     let vault = token_of(env.k(&["create", "token", "ci", "--audience=vault"]));
@@ -533,5 +559,4 @@ fn drain_honours_the_pod_disruption_budget() {
         "jsonpath={.items[*].spec.nodeName}",
     ]));
     assert!(!nodes.contains(&node), "{nodes} still on drained {node}");
-    let _ = Path::new("");
 }
