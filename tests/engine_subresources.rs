@@ -260,6 +260,11 @@ fn exec_attach_and_port_forward_are_refused_clearly() {
     );
     let err = fails(env.k(&["attach", "web", "-c", "b"]));
     assert!(err.contains("attach is not supported"), "{err}");
+    let err = fails(env.k(&["port-forward", "pod/web", "0:80"]));
+    assert!(
+        err.contains("kemu simulates containers: port-forward is not supported (pod default/web)"),
+        "{err}"
+    );
     let err = fails(env.k(&["exec", "missing", "--", "ls"]));
     assert!(err.contains("pods \"missing\" not found"), "{err}");
 

@@ -328,7 +328,7 @@ mod tests {
     use crate::store::MemoryStore;
     use kemu_shared::{Clock, ClusterRegistry, ClusterSpec, FakeClock};
 
-    fn record(clock: &std::sync::Arc<FakeClock>) -> ClusterRecord {
+    fn new_record(clock: &std::sync::Arc<FakeClock>) -> ClusterRecord {
         ClusterRegistry::new(clock.clone())
             .create(ClusterSpec {
                 scope: OwnerScope::Gke {
@@ -348,7 +348,7 @@ mod tests {
     #[test]
     fn bound_tokens_check_audience_expiry_and_the_service_account() {
         let clock = FakeClock::at_epoch();
-        let record = record(&clock);
+        let record = new_record(&clock);
         let store = MemoryStore::new(clock.clone(), Default::default());
         let sa = store
             .create(
@@ -392,6 +392,16 @@ mod tests {
         assert_eq!(
             authenticate(&record, &store, &token, clock.now()),
             Some(Err(TokenError::Expired))
+        );
+        // Signed by another cluster's key for the same issuer: refused.
+        let foreign = new_record(&clock);
+        let t = foreign
+            .sa_key
+            .sign_jwt(&claims(&foreign, &req, clock.now()))
+            .unwrap();
+        assert_eq!(
+            authenticate(&record, &store, &t, clock.now()),
+            Some(Err(TokenError::Signature))
         );
         // Not a JWT at all: someone else's token.
         assert!(authenticate(&record, &store, "k8s-aws-v1.abc", clock.now()).is_none());
