@@ -307,6 +307,12 @@ fn exec_attach_and_port_forward_are_refused_clearly() {
         "jsonpath={.spec.containers[0].resources.requests.cpu}",
     ]));
     assert_eq!(cpu, "200m");
+    ok(env.k(&[
+        "wait",
+        "--for=jsonpath={.status.containerStatuses[0].resources.requests.cpu}=200m",
+        "pod/web",
+        "--timeout=60s",
+    ]));
     let err = fails(env.k(&[
         "patch",
         "pod",
@@ -425,6 +431,13 @@ fn service_account_tokens_authenticate_until_they_expire() {
         "--bound-object-kind=Pod",
         "--bound-object-name=web",
     ]));
+    let err = fails(env.as_token(&token, &["logs", "web", "-c", "a"]));
+    assert!(
+        err.contains(
+            "cannot get resource \"pods/log\" in API group \"\" in the namespace \"default\""
+        ),
+        "{err}"
+    );
     let who = ok(env.as_token(&bound, &["auth", "whoami"]));
     assert!(
         who.contains("authentication.kubernetes.io/pod-name"),
@@ -465,6 +478,8 @@ fn service_account_tokens_authenticate_until_they_expire() {
     ok(env.k(&["delete", "serviceaccount", "ci"]));
     let err = fails(env.as_token(&legacy, &["get", "pods"]));
     assert!(err.contains("Unauthorized"), "{err}");
+    // The tokens controller removes the orphaned token Secret.
+    ok(env.k(&["wait", "--for=delete", "secret/ci-token", "--timeout=60s"]));
 }
 
 fn wait_budget(env: &Env, expr: &str) {

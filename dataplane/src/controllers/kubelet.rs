@@ -107,6 +107,15 @@ impl Script {
     }
 }
 
+/// When a run of the Pod's containers exits, and with what code, as the
+/// annotations (or a batch `restartPolicy`) script it: `None` for runs that
+/// keep running. The logs of a running container end there too.
+pub fn scripted_exit(p: &Value) -> Option<(chrono::Duration, i64)> {
+    let s = Script::of(p);
+    let after = chrono::Duration::from_std(s.exit_after?).ok()?;
+    Some((after, s.exit_code?))
+}
+
 fn backoff(restarts: i64) -> chrono::Duration {
     let secs = BACKOFF_START
         .saturating_mul(1i64 << (restarts - 1).clamp(0, 20))
@@ -337,6 +346,15 @@ impl Kubelet {
                 "started": false,
                 "lastState": {},
             });
+            // What the container runs with, as kubelets report it since
+            // in-place resize (`pods/resize` changes the spec; this follows).
+            let resources = &c["resources"];
+            if resources["requests"].is_object() || resources["limits"].is_object() {
+                cs["resources"] = resources.clone();
+                if let Some(req) = resources["requests"].as_object() {
+                    cs["allocatedResources"] = json!(req);
+                }
+            }
             if !running_now {
                 cs["state"] = json!({"waiting": {"reason": "ContainerCreating"}});
                 all_ready = false;
