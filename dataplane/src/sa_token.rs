@@ -151,7 +151,7 @@ pub fn authenticate(
         return Some(Err(TokenError::Signature));
     };
     Some(if iss == LEGACY_ISSUER {
-        check_legacy(store, &claims)
+        check_legacy(store, &claims, token)
     } else {
         check_bound(record, store, &claims, now)
     })
@@ -237,7 +237,7 @@ fn check_bound(
     Ok(user(ns, sa_name, sa_uid, extra))
 }
 
-fn check_legacy(store: &dyn Store, claims: &Value) -> Result<UserInfo, TokenError> {
+fn check_legacy(store: &dyn Store, claims: &Value, token: &str) -> Result<UserInfo, TokenError> {
     let ns = str_claim(
         &claims["kubernetes.io/serviceaccount/namespace"],
         "namespace",
@@ -262,6 +262,17 @@ fn check_legacy(store: &dyn Store, claims: &Value) -> Result<UserInfo, TokenErro
     if secret["metadata"]["deletionTimestamp"].is_string() {
         return Err(TokenError::Invalidated(format!(
             "secret \"{ns}/{secret_name}\" is being deleted"
+        )));
+    }
+    // The Secret must still hold this very token (upstream: "token does not
+    // match the secret", e.g. after it was regenerated).
+    use base64::Engine as _;
+    let held = secret["data"]["token"]
+        .as_str()
+        .and_then(|t| base64::engine::general_purpose::STANDARD.decode(t).ok());
+    if held.as_deref() != Some(token.as_bytes()) {
+        return Err(TokenError::Invalidated(format!(
+            "token does not match secret \"{ns}/{secret_name}\""
         )));
     }
     if secret["metadata"]["annotations"]["kubernetes.io/service-account.uid"] != sa_uid {
