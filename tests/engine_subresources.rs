@@ -169,6 +169,17 @@ fn logs_are_synthetic_followed_on_the_clock_and_refused_as_upstream() {
     );
     let since = ok(env.k(&["logs", "web", "-c", "a", "--since=12s"]));
     assert_eq!(since, "kemu: container a running for 30s\n");
+    let since = ok(env.k(&[
+        "logs",
+        "web",
+        "-c",
+        "a",
+        "--since-time=2026-01-01T00:00:20Z",
+    ]));
+    assert_eq!(
+        since,
+        "kemu: container a running for 20s\nkemu: container a running for 30s\n"
+    );
     let err = fails(env.k(&["logs", "web", "-c", "a", "--previous"]));
     assert!(
         err.contains("previous terminated container \"a\" in pod \"web\" not found"),

@@ -357,6 +357,22 @@ mod tests {
     }
 
     #[test]
+    fn the_issuer_is_the_clouds() {
+        let clock = FakeClock::at_epoch();
+        let mut record = new_record(&clock);
+        assert_eq!(
+            issuer(&record),
+            "https://container.googleapis.com/v1/projects/p/locations/l/clusters/c"
+        );
+        record.extra = json!({"identity": {"oidc": {"issuer": "https://oidc.eks.us-east-1.amazonaws.com/id/ABC"}}});
+        assert_eq!(
+            issuer(&record),
+            "https://oidc.eks.us-east-1.amazonaws.com/id/ABC"
+        );
+        assert_eq!(api_audiences(&record), vec![issuer(&record)]);
+    }
+
+    #[test]
     fn bound_tokens_check_audience_expiry_and_the_service_account() {
         let clock = FakeClock::at_epoch();
         let record = new_record(&clock);
