@@ -559,6 +559,33 @@ fn drain_honours_the_pod_disruption_budget() {
         "{err}"
     );
 
+    // The Python client reads the same 429, with the budget's cause.
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/py/evict_and_read_logs.py"
+    );
+    let out = ok(env
+        .sandbox
+        .command("python3")
+        .arg(script)
+        .arg(&pod)
+        .output()
+        .unwrap());
+    let out: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let refused = &out["eviction"];
+    assert_eq!(refused["status"], 429, "{out}");
+    assert_eq!(refused["body"]["reason"], "TooManyRequests", "{out}");
+    assert_eq!(
+        refused["body"]["details"]["causes"][0],
+        serde_json::json!({"reason": "DisruptionBudget",
+            "message": "The disruption budget web needs 2 healthy pods and has 2 currently"}),
+        "{out}"
+    );
+    assert_eq!(
+        out["log"],
+        "kemu: container nginx started (image nginx:1.27)\n"
+    );
+
     // So does drain, which retries until its timeout.
     let err = fails(env.k(&["drain", &node, "--ignore-daemonsets", "--timeout=2s"]));
     assert!(
