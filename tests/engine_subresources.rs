@@ -9,7 +9,6 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::{Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -170,6 +169,17 @@ fn logs_are_synthetic_followed_on_the_clock_and_refused_as_upstream() {
     );
     let since = ok(env.k(&["logs", "web", "-c", "a", "--since=12s"]));
     assert_eq!(since, "kemu: container a running for 30s\n");
+    let since = ok(env.k(&[
+        "logs",
+        "web",
+        "-c",
+        "a",
+        "--since-time=2026-01-01T00:00:20Z",
+    ]));
+    assert_eq!(
+        since,
+        "kemu: container a running for 20s\nkemu: container a running for 30s\n"
+    );
     let err = fails(env.k(&["logs", "web", "-c", "a", "--previous"]));
     assert!(
         err.contains("previous terminated container \"a\" in pod \"web\" not found"),
@@ -261,6 +271,11 @@ fn exec_attach_and_port_forward_are_refused_clearly() {
     );
     let err = fails(env.k(&["attach", "web", "-c", "b"]));
     assert!(err.contains("attach is not supported"), "{err}");
+    let err = fails(env.k(&["port-forward", "pod/web", "0:80"]));
+    assert!(
+        err.contains("kemu simulates containers: port-forward is not supported (pod default/web)"),
+        "{err}"
+    );
     let err = fails(env.k(&["exec", "missing", "--", "ls"]));
     assert!(err.contains("pods \"missing\" not found"), "{err}");
 
@@ -274,6 +289,17 @@ fn exec_attach_and_port_forward_are_refused_clearly() {
         "jsonpath={.spec.ephemeralContainers[*].name}",
     ]));
     assert_eq!(names, "dbg");
+    ok(env.k(&[
+        "wait",
+        "--for=jsonpath={.status.ephemeralContainerStatuses[0].started}=true",
+        "pod/web",
+        "--timeout=60s",
+    ]));
+    let dbg = ok(env.k(&["logs", "web", "-c", "dbg"]));
+    assert!(
+        dbg.starts_with("kemu: container dbg started (image busybox:1.36)"),
+        "{dbg}"
+    );
 
     // In-place resize changes requests through pods/resize; other fields are refused.
     ok(env.k(&[
@@ -292,6 +318,12 @@ fn exec_attach_and_port_forward_are_refused_clearly() {
         "jsonpath={.spec.containers[0].resources.requests.cpu}",
     ]));
     assert_eq!(cpu, "200m");
+    ok(env.k(&[
+        "wait",
+        "--for=jsonpath={.status.containerStatuses[0].resources.requests.cpu}=200m",
+        "pod/web",
+        "--timeout=60s",
+    ]));
     let err = fails(env.k(&[
         "patch",
         "pod",
@@ -372,6 +404,22 @@ fn service_account_tokens_authenticate_until_they_expire() {
     );
     // ServiceAccounts may read the discovery documents (upstream's binding).
     ok(env.as_token(&token, &["get", "--raw", "/openid/v1/jwks"]));
+    // Anonymous callers may not, as upstream binds the role to ServiceAccounts only.
+    let server = advertise(&env.cluster).server_url().unwrap();
+    let client = common::https_client(env.cluster.ca.cert_pem());
+    let (code, body) = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let r = client
+            .get(format!("{server}/openid/v1/jwks"))
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    });
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains("User \\\"system:anonymous\\\" cannot get path \\\"/openid/v1/jwks\\\""),
+        "{body}"
+    );
 
     // Another audience, a malformed token, a too-short duration: refused.
     let vault = token_of(env.k(&["create", "token", "ci", "--audience=vault"]));
@@ -394,6 +442,13 @@ fn service_account_tokens_authenticate_until_they_expire() {
         "--bound-object-kind=Pod",
         "--bound-object-name=web",
     ]));
+    let err = fails(env.as_token(&token, &["logs", "web", "-c", "a"]));
+    assert!(
+        err.contains(
+            "cannot get resource \"pods/log\" in API group \"\" in the namespace \"default\""
+        ),
+        "{err}"
+    );
     let who = ok(env.as_token(&bound, &["auth", "whoami"]));
     assert!(
         who.contains("authentication.kubernetes.io/pod-name"),
@@ -434,6 +489,8 @@ fn service_account_tokens_authenticate_until_they_expire() {
     ok(env.k(&["delete", "serviceaccount", "ci"]));
     let err = fails(env.as_token(&legacy, &["get", "pods"]));
     assert!(err.contains("Unauthorized"), "{err}");
+    // The tokens controller removes the orphaned token Secret.
+    ok(env.k(&["wait", "--for=delete", "secret/ci-token", "--timeout=60s"]));
 }
 
 fn wait_budget(env: &Env, expr: &str) {
@@ -502,6 +559,33 @@ fn drain_honours_the_pod_disruption_budget() {
         "{err}"
     );
 
+    // The Python client reads the same 429, with the budget's cause.
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/py/evict_and_read_logs.py"
+    );
+    let out = ok(env
+        .sandbox
+        .command("python3")
+        .arg(script)
+        .arg(&pod)
+        .output()
+        .unwrap());
+    let out: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let refused = &out["eviction"];
+    assert_eq!(refused["status"], 429, "{out}");
+    assert_eq!(refused["body"]["reason"], "TooManyRequests", "{out}");
+    assert_eq!(
+        refused["body"]["details"]["causes"][0],
+        serde_json::json!({"reason": "DisruptionBudget",
+            "message": "The disruption budget web needs 2 healthy pods and has 2 currently"}),
+        "{out}"
+    );
+    assert_eq!(
+        out["log"],
+        "kemu: container nginx started (image nginx:1.27)\n"
+    );
+
     // So does drain, which retries until its timeout.
     let err = fails(env.k(&["drain", &node, "--ignore-daemonsets", "--timeout=2s"]));
     assert!(
@@ -533,5 +617,4 @@ fn drain_honours_the_pod_disruption_budget() {
         "jsonpath={.items[*].spec.nodeName}",
     ]));
     assert!(!nodes.contains(&node), "{nodes} still on drained {node}");
-    let _ = Path::new("");
 }

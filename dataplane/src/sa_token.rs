@@ -151,7 +151,7 @@ pub fn authenticate(
         return Some(Err(TokenError::Signature));
     };
     Some(if iss == LEGACY_ISSUER {
-        check_legacy(store, &claims)
+        check_legacy(store, &claims, token)
     } else {
         check_bound(record, store, &claims, now)
     })
@@ -237,7 +237,7 @@ fn check_bound(
     Ok(user(ns, sa_name, sa_uid, extra))
 }
 
-fn check_legacy(store: &dyn Store, claims: &Value) -> Result<UserInfo, TokenError> {
+fn check_legacy(store: &dyn Store, claims: &Value, token: &str) -> Result<UserInfo, TokenError> {
     let ns = str_claim(
         &claims["kubernetes.io/serviceaccount/namespace"],
         "namespace",
@@ -262,6 +262,17 @@ fn check_legacy(store: &dyn Store, claims: &Value) -> Result<UserInfo, TokenErro
     if secret["metadata"]["deletionTimestamp"].is_string() {
         return Err(TokenError::Invalidated(format!(
             "secret \"{ns}/{secret_name}\" is being deleted"
+        )));
+    }
+    // The Secret must still hold this very token (upstream: "token does not
+    // match the secret", e.g. after it was regenerated).
+    use base64::Engine as _;
+    let held = secret["data"]["token"]
+        .as_str()
+        .and_then(|t| base64::engine::general_purpose::STANDARD.decode(t).ok());
+    if held.as_deref() != Some(token.as_bytes()) {
+        return Err(TokenError::Invalidated(format!(
+            "token does not match secret \"{ns}/{secret_name}\""
         )));
     }
     if secret["metadata"]["annotations"]["kubernetes.io/service-account.uid"] != sa_uid {
@@ -328,7 +339,7 @@ mod tests {
     use crate::store::MemoryStore;
     use kemu_shared::{Clock, ClusterRegistry, ClusterSpec, FakeClock};
 
-    fn record(clock: &std::sync::Arc<FakeClock>) -> ClusterRecord {
+    fn new_record(clock: &std::sync::Arc<FakeClock>) -> ClusterRecord {
         ClusterRegistry::new(clock.clone())
             .create(ClusterSpec {
                 scope: OwnerScope::Gke {
@@ -346,9 +357,25 @@ mod tests {
     }
 
     #[test]
+    fn the_issuer_is_the_clouds() {
+        let clock = FakeClock::at_epoch();
+        let mut record = new_record(&clock);
+        assert_eq!(
+            issuer(&record),
+            "https://container.googleapis.com/v1/projects/p/locations/l/clusters/c"
+        );
+        record.extra = json!({"identity": {"oidc": {"issuer": "https://oidc.eks.us-east-1.amazonaws.com/id/ABC"}}});
+        assert_eq!(
+            issuer(&record),
+            "https://oidc.eks.us-east-1.amazonaws.com/id/ABC"
+        );
+        assert_eq!(api_audiences(&record), vec![issuer(&record)]);
+    }
+
+    #[test]
     fn bound_tokens_check_audience_expiry_and_the_service_account() {
         let clock = FakeClock::at_epoch();
-        let record = record(&clock);
+        let record = new_record(&clock);
         let store = MemoryStore::new(clock.clone(), Default::default());
         let sa = store
             .create(
@@ -392,6 +419,16 @@ mod tests {
         assert_eq!(
             authenticate(&record, &store, &token, clock.now()),
             Some(Err(TokenError::Expired))
+        );
+        // Signed by another cluster's key for the same issuer: refused.
+        let foreign = new_record(&clock);
+        let t = foreign
+            .sa_key
+            .sign_jwt(&claims(&foreign, &req, clock.now()))
+            .unwrap();
+        assert_eq!(
+            authenticate(&record, &store, &t, clock.now()),
+            Some(Err(TokenError::Signature))
         );
         // Not a JWT at all: someone else's token.
         assert!(authenticate(&record, &store, "k8s-aws-v1.abc", clock.now()).is_none());

@@ -94,6 +94,33 @@ fn unhealthy_may_go(budget: &Value, pod: &Value) -> bool {
         || (current >= desired && desired > 0)
 }
 
+/// Why a budget at zero disruptions refuses, as upstream words it.
+fn denied(budget: &Value) -> String {
+    let name = obj::name(budget);
+    let status = &budget["status"];
+    let desired = status["desiredHealthy"].as_i64().unwrap_or(0);
+    let current = status["currentHealthy"].as_i64().unwrap_or(0);
+    let cond = obj::condition(budget, "DisruptionAllowed")
+        .filter(|c| c["status"] == "False" && c["message"].as_str().is_some_and(|m| !m.is_empty()));
+    let reason = cond.and_then(|c| c["reason"].as_str()).unwrap_or_default();
+    let message = cond.and_then(|c| c["message"].as_str()).unwrap_or_default();
+    if cond.is_some() && reason == "SyncFailed" {
+        format!(
+            "The disruption budget {name} does not allow evicting pods currently because it failed sync: {message}"
+        )
+    } else if current <= desired {
+        format!(
+            "The disruption budget {name} needs {desired} healthy pods and has {current} currently"
+        )
+    } else if cond.is_some() {
+        format!(
+            "The disruption budget {name} does not allow evicting pods currently ({reason}): {message}"
+        )
+    } else {
+        format!("The disruption budget {name} does not allow evicting pods currently")
+    }
+}
+
 /// Upstream's `checkAndDecrement`: refuses, or records the disruption.
 fn take_disruption(
     ctx: &Ctx,
@@ -106,6 +133,7 @@ fn take_disruption(
     if status["observedGeneration"].as_i64().unwrap_or(0) < obj::generation(budget) {
         return Err(SubresourceError::DisruptionBudget {
             cause: format!("The disruption budget {name} is still being processed by the server."),
+            retry_after: 10,
         });
     }
     let allowed = status["disruptionsAllowed"].as_i64().unwrap_or(0);
@@ -117,11 +145,8 @@ fn take_disruption(
     }
     if allowed == 0 {
         return Err(SubresourceError::DisruptionBudget {
-            cause: format!(
-                "The disruption budget {name} needs {} healthy pods and has {} currently",
-                status["desiredHealthy"].as_i64().unwrap_or(0),
-                status["currentHealthy"].as_i64().unwrap_or(0)
-            ),
+            cause: denied(budget),
+            retry_after: 0,
         });
     }
     if dry_run {

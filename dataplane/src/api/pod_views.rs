@@ -15,6 +15,9 @@ use crate::controllers::{kubelet, obj};
 use crate::error::{ApiError, Cause, Target};
 use crate::store::Preconditions;
 
+/// How a request turns the stored Pod into the proposed one.
+type Change = Box<dyn Fn(&Value) -> Result<Value, ApiError>>;
+
 /// Which part of the Pod the subresource writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
@@ -52,7 +55,7 @@ pub fn serve(
         return Ok(HttpResponse::Ok().json(&*ctx.object()?));
     }
     let body = body?;
-    let change: Box<dyn Fn(&Value) -> Result<Value, ApiError>> = match method {
+    let change: Change = match method {
         "PUT" => {
             let pod = request::decode_object(content_type, &body)?;
             Box::new(move |_| Ok(pod.clone()))
@@ -172,17 +175,49 @@ fn merge(view: View, current: &Value, proposed: &Value) -> Result<Value, ApiErro
             next["spec"]["ephemeralContainers"] = json!(new);
         }
         View::Resize => {
-            let mut rest_old = current["spec"].clone();
-            let mut rest_new = proposed["spec"].clone();
-            for spec in [&mut rest_old, &mut rest_new] {
-                for c in spec["containers"].as_array_mut().into_iter().flatten() {
-                    if let Some(m) = c.as_object_mut() {
-                        m.remove("resources");
-                        m.remove("resizePolicy");
-                    }
+            let old_cs = current["spec"]["containers"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let new_cs = proposed["spec"]["containers"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for (i, (o, n)) in old_cs.iter().zip(&new_cs).enumerate() {
+                if o["name"] != n["name"] {
+                    return Err(invalid(
+                        name,
+                        &format!("spec.containers[{i}].name"),
+                        "FieldValueForbidden",
+                        "Forbidden: containers may not be renamed or reordered on resize".into(),
+                    ));
                 }
             }
-            if rest_old != rest_new {
+            // Everything but cpu and memory must stay as it is.
+            let strip = |spec: &Value| {
+                let mut spec = spec.clone();
+                for c in spec["containers"].as_array_mut().into_iter().flatten() {
+                    if let Some(m) = c.as_object_mut() {
+                        m.remove("resizePolicy");
+                    }
+                    for section in ["requests", "limits"] {
+                        if let Some(r) = c["resources"][section].as_object_mut() {
+                            r.remove("cpu");
+                            r.remove("memory");
+                            if r.is_empty() {
+                                c["resources"].as_object_mut().map(|m| m.remove(section));
+                            }
+                        }
+                    }
+                    if c["resources"].as_object().is_some_and(|m| m.is_empty())
+                        && let Some(m) = c.as_object_mut()
+                    {
+                        m.remove("resources");
+                    }
+                }
+                spec
+            };
+            if strip(&current["spec"]) != strip(&proposed["spec"]) {
                 return Err(invalid(
                     name,
                     "spec",
@@ -191,15 +226,111 @@ fn merge(view: View, current: &Value, proposed: &Value) -> Result<Value, ApiErro
                 ));
             }
             next["spec"]["containers"] = proposed["spec"]["containers"].clone();
-            if kubelet::qos_class(&next) != kubelet::qos_class(current) {
+            let qos = current["status"]["qosClass"]
+                .as_str()
+                .unwrap_or_else(|| kubelet::qos_class(current));
+            if kubelet::qos_class(&next) != qos {
                 return Err(invalid(
                     name,
                     "spec",
-                    "FieldValueForbidden",
-                    "Forbidden: Pod QoS is immutable".into(),
+                    "FieldValueInvalid",
+                    format!(
+                        "Invalid value: \"{qos}\": Pod QOS Class may not change as a result of resizing"
+                    ),
                 ));
+            }
+            for (i, (o, n)) in old_cs.iter().zip(&new_cs).enumerate() {
+                for (section, what) in [("limits", "limits"), ("requests", "requests")] {
+                    for res in ["cpu", "memory"] {
+                        let had = !o["resources"][section][res].is_null();
+                        let has = !n["resources"][section][res].is_null();
+                        if had && !has {
+                            return Err(invalid(
+                                name,
+                                &format!("spec.containers[{i}].resources.{section}[{res}]"),
+                                "FieldValueForbidden",
+                                format!("Forbidden: resource {what} cannot be removed"),
+                            ));
+                        }
+                    }
+                }
             }
         }
     }
     Ok(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(resources: Value) -> Value {
+        json!({"metadata": {"name": "web"}, "spec": {"containers": [
+            {"name": "a", "image": "nginx", "resources": resources}]},
+            "status": {"qosClass": "Burstable"}})
+    }
+
+    #[test]
+    fn resize_refuses_as_upstream() {
+        let current = pod(
+            json!({"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "200m", "memory": "64Mi"}}),
+        );
+        let ok = merge(
+            View::Resize,
+            &current,
+            &pod(
+                json!({"requests": {"cpu": "150m", "memory": "64Mi"}, "limits": {"cpu": "200m", "memory": "64Mi"}}),
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            ok["spec"]["containers"][0]["resources"]["requests"]["cpu"],
+            "150m"
+        );
+        let err = |p: Value| {
+            merge(View::Resize, &current, &pod(p))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(
+            err(json!({"requests": {"cpu": "200m", "memory": "64Mi"}, "limits": {"cpu": "200m", "memory": "64Mi"}}))
+                .contains("spec: Invalid value: \"Burstable\": Pod QOS Class may not change as a result of resizing"),
+        );
+        assert!(
+            err(
+                json!({"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "64Mi"}})
+            )
+            .contains("resource limits cannot be removed")
+        );
+        assert!(
+            err(
+                json!({"requests": {"cpu": "100m", "memory": "64Mi", "ephemeral-storage": "1Gi"},
+                "limits": {"cpu": "200m", "memory": "64Mi"}})
+            )
+            .contains("only cpu and memory resources are mutable")
+        );
+    }
+
+    #[test]
+    fn ephemeral_containers_are_only_added() {
+        let current = json!({"metadata": {"name": "web"}, "spec": {"containers": [{"name": "a"}],
+            "ephemeralContainers": [{"name": "dbg", "image": "busybox"}]}});
+        let mut gone = current.clone();
+        gone["spec"]["ephemeralContainers"] = json!([]);
+        assert!(
+            merge(View::EphemeralContainers, &current, &gone)
+                .unwrap_err()
+                .to_string()
+                .contains("existing ephemeral containers \"dbg\" may not be removed")
+        );
+        let mut dup = current.clone();
+        dup["spec"]["ephemeralContainers"] =
+            json!([{"name": "dbg", "image": "busybox"}, {"name": "a", "image": "x"}]);
+        assert!(
+            merge(View::EphemeralContainers, &current, &dup)
+                .unwrap_err()
+                .to_string()
+                .contains("Duplicate value: \"a\"")
+        );
+    }
 }

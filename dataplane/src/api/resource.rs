@@ -174,10 +174,7 @@ pub async fn dispatch(
                 )));
             }
         }
-        return Ok(subresources::serve(
-            handler, req, payload, engine, cluster, scope, store, params,
-        )
-        .await);
+        return Ok(subresources::serve(handler, req, payload, scope, store, params).await);
     }
     let op = route(&req, &scope, &params)?;
     let mut directive = Directive::Warn;

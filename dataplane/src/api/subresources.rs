@@ -99,6 +99,8 @@ pub enum SubresourceError {
     DisruptionBudget {
         /// The cause's message (which budget, how many pods it needs).
         cause: String,
+        /// `retryAfterSeconds` (0: none), also sent as `Retry-After`.
+        retry_after: u32,
     },
 }
 
@@ -113,18 +115,31 @@ impl ResponseError for SubresourceError {
     fn error_response(&self) -> HttpResponse {
         let body = match self {
             SubresourceError::Api(e) => e.status(),
-            SubresourceError::DisruptionBudget { cause } => json!({
-                "kind": "Status",
-                "apiVersion": "v1",
-                "metadata": {},
-                "status": "Failure",
-                "message": self.to_string(),
-                "reason": "TooManyRequests",
-                "details": { "causes": [{ "reason": "DisruptionBudget", "message": cause }] },
-                "code": 429,
-            }),
+            SubresourceError::DisruptionBudget { cause, retry_after } => {
+                let mut details =
+                    json!({ "causes": [{ "reason": "DisruptionBudget", "message": cause }] });
+                if *retry_after > 0 {
+                    details["retryAfterSeconds"] = json!(retry_after);
+                }
+                json!({
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Failure",
+                    "message": self.to_string(),
+                    "reason": "TooManyRequests",
+                    "details": details,
+                    "code": 429,
+                })
+            }
         };
-        HttpResponse::build(self.status_code()).json(body)
+        let mut response = HttpResponse::build(self.status_code());
+        if let SubresourceError::DisruptionBudget { retry_after, .. } = self
+            && *retry_after > 0
+        {
+            response.insert_header(("Retry-After", retry_after.to_string()));
+        }
+        response.json(body)
     }
 }
 
@@ -200,17 +215,22 @@ pub fn check_body_name(body: &Value, url_name: &str, kind: &str) -> Result<(), A
     }
 }
 
-/// Serves one subresource request.
+/// Serves one subresource request (the engine and cluster are the
+/// listener's app data).
 pub async fn serve(
     handler: Handler,
     req: HttpRequest,
     payload: web::Payload,
-    engine: web::Data<Engine>,
-    cluster: web::Data<ClusterContext>,
     scope: Scope,
     store: Arc<dyn Store>,
     params: Params,
 ) -> HttpResponse {
+    let (Some(engine), Some(cluster)) = (
+        req.app_data::<web::Data<Engine>>().cloned(),
+        req.app_data::<web::Data<ClusterContext>>(),
+    ) else {
+        return ApiError::Internal("engine not mounted".into()).error_response();
+    };
     let record = match engine.registry().get(&cluster.id) {
         Ok(r) => r,
         Err(_) => return ApiError::ClusterGone(cluster.id.clone()).error_response(),
@@ -254,4 +274,34 @@ async fn object(payload: web::Payload, content_type: &str) -> Result<Value, ApiE
         return Ok(json!({}));
     }
     crate::api::request::decode_object(content_type, &body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blocked_eviction_is_a_429_with_the_budget_cause() {
+        let e = SubresourceError::DisruptionBudget {
+            cause: "The disruption budget web needs 2 healthy pods and has 2 currently".into(),
+            retry_after: 10,
+        };
+        let r = e.error_response();
+        assert_eq!(r.status().as_u16(), 429);
+        assert_eq!(r.headers().get("Retry-After").unwrap(), "10");
+        let body = actix_web::body::to_bytes(r.into_body());
+        let body: Value = serde_json::from_slice(
+            &futures_util::FutureExt::now_or_never(body)
+                .unwrap()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(body["reason"], "TooManyRequests");
+        assert_eq!(
+            body["message"],
+            "Cannot evict pod as it would violate the pod's disruption budget."
+        );
+        assert_eq!(body["details"]["causes"][0]["reason"], "DisruptionBudget");
+        assert_eq!(body["details"]["retryAfterSeconds"], 10);
+    }
 }

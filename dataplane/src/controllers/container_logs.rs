@@ -3,7 +3,9 @@
 //! if it ended) and the clock, so `kubectl logs` shows the same text on every
 //! call and `logs -f` sees new lines as a fake clock advances.
 //!
-//! A run writes a start line, then the lines of the Pod's `kemu.dev/log`
+//! A running container whose exit the Pod's annotations script
+//! (`kemu.dev/exit-after`) has its exit line at that instant, whether or not
+//! the kubelet has reported the exit yet. A run writes a start line, then the lines of the Pod's `kemu.dev/log`
 //! annotation (one per line of its value, at the start instant: a way to
 //! script what a test expects to read), then a heartbeat every
 //! [`HEARTBEAT`], and, when it ended, an exit line at its end.
@@ -47,7 +49,12 @@ impl ContainerRun {
     /// of container `name` in `pod`.
     pub fn from_state(pod: &Value, name: &str, state: &Value) -> Option<Self> {
         let (started, exited) = if let Some(r) = state.get("running") {
-            (obj::time_at(r, &["startedAt"])?, None)
+            // A scripted exit is known ahead: the log ends there even before
+            // the kubelet has reported it.
+            let started = obj::time_at(r, &["startedAt"])?;
+            let exit =
+                super::kubelet::scripted_exit(pod).map(|(after, code)| (started + after, code));
+            (started, exit)
         } else if let Some(t) = state.get("terminated") {
             let finished = obj::time_at(t, &["finishedAt"])?;
             let started = obj::time_at(t, &["startedAt"]).unwrap_or(finished);

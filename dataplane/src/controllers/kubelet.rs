@@ -1,7 +1,9 @@
 //! The simulated kubelet: moves each bound Pod through the states a real
 //! kubelet reports — `ContainerCreating`, then Running with container statuses,
 //! podIP and hostIP, then Ready once readiness probes' `initialDelaySeconds`
-//! have passed — on the clock. Deleting Pods are killed and removed.
+//! have passed — on the clock; ephemeral containers run from when they are
+//! added. Deleting Pods are killed and removed. What the containers write:
+//! [`super::container_logs`].
 //!
 //! # Simulated failures
 //!
@@ -103,6 +105,15 @@ impl Script {
             never_ready: obj::annotation(p, READY) == Some("never"),
         }
     }
+}
+
+/// When a run of the Pod's containers exits, and with what code, as the
+/// annotations (or a batch `restartPolicy`) script it: `None` for runs that
+/// keep running. The logs of a running container end there too.
+pub fn scripted_exit(p: &Value) -> Option<(chrono::Duration, i64)> {
+    let s = Script::of(p);
+    let after = chrono::Duration::from_std(s.exit_after?).ok()?;
+    Some((after, s.exit_code?))
 }
 
 fn backoff(restarts: i64) -> chrono::Duration {
@@ -338,6 +349,15 @@ impl Kubelet {
                 "started": false,
                 "lastState": {},
             });
+            // What the container runs with, as kubelets report it since
+            // in-place resize (`pods/resize` changes the spec; this follows).
+            let resources = &c["resources"];
+            if resources["requests"].is_object() || resources["limits"].is_object() {
+                cs["resources"] = resources.clone();
+                if let Some(req) = resources["requests"].as_object() {
+                    cs["allocatedResources"] = json!(req);
+                }
+            }
             if !running_now {
                 cs["state"] = json!({"waiting": {"reason": "ContainerCreating"}});
                 all_ready = false;
@@ -482,6 +502,16 @@ impl Kubelet {
         status["hostIPs"] = json!([{"ip": host_ip}]);
         status["startTime"] = json!(obj::fmt_time(start_time));
         status["containerStatuses"] = json!(statuses);
+        if running_now {
+            let ephemeral = ephemeral_statuses(&pod, now);
+            if ephemeral.is_empty() {
+                if let Some(m) = status.as_object_mut() {
+                    m.remove("ephemeralContainerStatuses");
+                }
+            } else {
+                status["ephemeralContainerStatuses"] = json!(ephemeral);
+            }
+        }
         if let Some(pod_ip) = pod_ip {
             status["podIP"] = json!(pod_ip);
             status["podIPs"] = json!([{"ip": pod_ip}]);
@@ -585,6 +615,40 @@ impl Kubelet {
             }
         }
     }
+}
+
+/// Ephemeral containers (`kubectl debug`) run from when the kubelet first
+/// sees them, never ready, never restarted.
+fn ephemeral_statuses(pod: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    let old = pod["status"]["ephemeralContainerStatuses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    pod["spec"]["ephemeralContainers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let name = c["name"].as_str().unwrap_or_default();
+            let image = c["image"].as_str().unwrap_or_default();
+            let since = old
+                .iter()
+                .find(|o| o["name"] == name)
+                .and_then(|o| obj::time_at(o, &["state", "running", "startedAt"]))
+                .unwrap_or(now);
+            json!({
+                "name": name,
+                "image": image,
+                "imageID": format!("{}@sha256:{}", image.split(':').next().unwrap_or(""), digest(image)),
+                "containerID": format!("containerd://{}", digest(&format!("{}/{name}", obj::uid(pod)))),
+                "ready": false,
+                "restartCount": 0,
+                "started": true,
+                "state": {"running": {"startedAt": obj::fmt_time(since)}},
+                "lastState": {},
+            })
+        })
+        .collect()
 }
 
 fn set_pod_condition(conds: &mut Vec<Value>, new: Value, now: &str) {
