@@ -173,7 +173,11 @@ impl Cluster {
 
     fn fails(&self, args: &[&str]) -> String {
         let out = self.run(args);
-        assert!(!out.status.success(), "kubectl {args:?} should fail: {}", text(&out));
+        assert!(
+            !out.status.success(),
+            "kubectl {args:?} should fail: {}",
+            text(&out)
+        );
         String::from_utf8_lossy(&out.stderr).into_owned()
     }
 
@@ -194,7 +198,9 @@ impl Cluster {
         let crd = self.file("crd.yaml", CRD);
         let out = self.ok(&["apply", "-f", &crd]);
         assert!(
-            out.contains("customresourcedefinition.apiextensions.k8s.io/crontabs.stable.example.com created"),
+            out.contains(
+                "customresourcedefinition.apiextensions.k8s.io/crontabs.stable.example.com created"
+            ),
             "{out}"
         );
         self.ok(&[
@@ -225,7 +231,9 @@ fn a_crd_from_yaml_serves_validated_custom_resources_until_it_is_deleted() {
     let conditions = crd["status"]["conditions"].as_array().unwrap();
     for t in ["NamesAccepted", "Established"] {
         assert!(
-            conditions.iter().any(|k| k["type"] == t && k["status"] == "True"),
+            conditions
+                .iter()
+                .any(|k| k["type"] == t && k["status"] == "True"),
             "{t}: {conditions:?}"
         );
     }
@@ -234,19 +242,27 @@ fn a_crd_from_yaml_serves_validated_custom_resources_until_it_is_deleted() {
 
     // Discovery knows the new kind, with its short name.
     let resources = c.ok(&["api-resources", "--api-group=stable.example.com"]);
-    assert!(resources.contains("crontabs") && resources.contains("ct"), "{resources}");
+    assert!(
+        resources.contains("crontabs") && resources.contains("ct"),
+        "{resources}"
+    );
 
     // Created, defaulted; a body with unknown fields is refused under
     // strict field validation and pruned when validation is off.
     let good = c.file("good.yaml", GOOD);
     let out = c.ok(&["apply", "-f", &good]);
-    assert!(out.contains("crontab.stable.example.com/nightly created"), "{out}");
+    assert!(
+        out.contains("crontab.stable.example.com/nightly created"),
+        "{out}"
+    );
     let nightly = c.json(&["get", "crontab", "nightly"]);
     assert_eq!(nightly["spec"]["replicas"], 1, "defaulted: {nightly}");
     assert_eq!(nightly["metadata"]["generation"], 1);
     let extra = c.file(
         "extra.yaml",
-        &GOOD.replace("nightly", "extra").replace("image: backup:1", "image: backup:1\n  colour: red"),
+        &GOOD
+            .replace("nightly", "extra")
+            .replace("image: backup:1", "image: backup:1\n  colour: red"),
     );
     let err = c.fails(&["create", "-f", &extra]);
     assert!(err.contains("unknown field \"spec.colour\""), "{err}");
@@ -258,7 +274,10 @@ fn a_crd_from_yaml_serves_validated_custom_resources_until_it_is_deleted() {
     let bad = c.file("bad.yaml", BAD);
     let err = c.fails(&["apply", "-f", &bad]);
     assert!(err.contains("is invalid"), "{err}");
-    assert!(err.contains("spec.cronSpec: Invalid value: \"every night\""), "{err}");
+    assert!(
+        err.contains("spec.cronSpec: Invalid value: \"every night\""),
+        "{err}"
+    );
     assert!(
         err.contains("spec.replicas: Invalid value: 50: spec.replicas in body should be less than or equal to 10"),
         "{err}"
@@ -274,7 +293,14 @@ fn a_crd_from_yaml_serves_validated_custom_resources_until_it_is_deleted() {
 
     // status is a subresource: the main endpoint ignores it, /status takes
     // only it, and generation follows spec alone.
-    c.ok(&["patch", "ct", "nightly", "--type=merge", "-p", r#"{"status":{"replicas":7}}"#]);
+    c.ok(&[
+        "patch",
+        "ct",
+        "nightly",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"replicas":7}}"#,
+    ]);
     let n = c.json(&["get", "ct", "nightly"]);
     assert!(n["status"]["replicas"].is_null(), "{n}");
     c.ok(&[
@@ -318,7 +344,10 @@ fn a_crd_from_yaml_serves_validated_custom_resources_until_it_is_deleted() {
     // explain reads the CRD's schema from OpenAPI.
     let explained = c.ok(&["explain", "crontab.spec"]);
     assert!(explained.contains("cronSpec"), "{explained}");
-    assert!(explained.contains("When to run, in cron syntax."), "{explained}");
+    assert!(
+        explained.contains("When to run, in cron syntax."),
+        "{explained}"
+    );
 
     // A watch sees the events of custom resources.
     let mut watch = c
@@ -407,7 +436,12 @@ fn a_crd_from_yaml_serves_validated_custom_resources_until_it_is_deleted() {
 
     // Deleting the CRD deletes every CronTab, then the CRD, then the endpoints.
     assert_eq!(c.stored_crontabs(), 2);
-    c.ok(&["delete", "crd", "crontabs.stable.example.com", "--timeout=60s"]);
+    c.ok(&[
+        "delete",
+        "crd",
+        "crontabs.stable.example.com",
+        "--timeout=60s",
+    ]);
     assert_eq!(c.stored_crontabs(), 0);
     let err = c.fails(&["get", "crd", "crontabs.stable.example.com"]);
     assert!(err.contains("NotFound"), "{err}");
@@ -459,13 +493,20 @@ async fn kube_rs_finalizer_loop_over_a_custom_resource() {
     let events = api.clone();
     let watch = tokio::spawn(async move {
         let mut seen = Vec::new();
-        let stream = watcher(events, watcher::Config::default().fields("metadata.name=guarded"));
+        let stream = watcher(
+            events,
+            watcher::Config::default().fields("metadata.name=guarded"),
+        );
         let mut stream = std::pin::pin!(stream);
         while let Some(e) = stream.next().await {
             match e.unwrap() {
                 watcher::Event::Apply(o) => {
                     let terminating = o.metadata.deletion_timestamp.is_some();
-                    seen.push(if terminating { "terminating" } else { "applied" });
+                    seen.push(if terminating {
+                        "terminating"
+                    } else {
+                        "applied"
+                    });
                 }
                 watcher::Event::Delete(_) => {
                     seen.push("deleted");
@@ -491,10 +532,15 @@ async fn kube_rs_finalizer_loop_over_a_custom_resource() {
     assert_eq!(o.data["status"]["replicas"], 1);
 
     // Deleted: held by the finalizer, with a deletionTimestamp.
-    api.delete("guarded", &DeleteParams::default()).await.unwrap();
+    api.delete("guarded", &DeleteParams::default())
+        .await
+        .unwrap();
     let held = api.get("guarded").await.unwrap();
     assert!(held.metadata.deletion_timestamp.is_some(), "{held:?}");
-    assert_eq!(held.metadata.finalizers.as_deref(), Some(&[FINALIZER.to_owned()][..]));
+    assert_eq!(
+        held.metadata.finalizers.as_deref(),
+        Some(&[FINALIZER.to_owned()][..])
+    );
 
     // The cleanup pass removes the finalizer; the object goes.
     let remove = json!({ "metadata": { "finalizers": null } });

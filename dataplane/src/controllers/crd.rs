@@ -222,7 +222,10 @@ fn conflict(names: &Value, group: &Value, others: &[Arc<Value>]) -> Option<(Stri
         }
     }
     let used = |s: &str| format!("{s:?} is already in use");
-    for (field, reason) in [("plural", "PluralConflict"), ("singular", "SingularConflict")] {
+    for (field, reason) in [
+        ("plural", "PluralConflict"),
+        ("singular", "SingularConflict"),
+    ] {
         if let Some(s) = names[field].as_str()
             && resources.contains(s)
         {
@@ -260,11 +263,16 @@ mod tests {
         let mine = json!({ "plural": "crontabs", "singular": "crontab2", "kind": "CronTab2", "listKind": "CronTab2List" });
         assert_eq!(
             conflict(&mine, &group, std::slice::from_ref(&other)),
-            Some(("PluralConflict".into(), "\"crontabs\" is already in use".into()))
+            Some((
+                "PluralConflict".into(),
+                "\"crontabs\" is already in use".into()
+            ))
         );
         let mine = json!({ "plural": "others", "singular": "other", "kind": "CronTab", "listKind": "OtherList" });
         assert_eq!(
-            conflict(&mine, &group, std::slice::from_ref(&other)).unwrap().0,
+            conflict(&mine, &group, std::slice::from_ref(&other))
+                .unwrap()
+                .0,
             "KindConflict"
         );
         assert!(conflict(&mine, &json!("other.example.com"), &[other]).is_none());

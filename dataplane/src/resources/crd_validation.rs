@@ -184,16 +184,34 @@ fn validate_names(names: &Value, path: &str, out: &mut Vec<Cause>) {
             "kind and listKind may not be the same or empty",
         ));
     }
-    for (i, s) in names["shortNames"].as_array().into_iter().flatten().enumerate() {
+    for (i, s) in names["shortNames"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         let s = s.as_str().unwrap_or_default();
         if !is_label(s) {
-            out.push(invalid(&format!("{path}.shortNames[{i}]"), &json!(s), LABEL));
+            out.push(invalid(
+                &format!("{path}.shortNames[{i}]"),
+                &json!(s),
+                LABEL,
+            ));
         }
     }
-    for (i, c) in names["categories"].as_array().into_iter().flatten().enumerate() {
+    for (i, c) in names["categories"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         let c = c.as_str().unwrap_or_default();
         if !is_label(c) {
-            out.push(invalid(&format!("{path}.categories[{i}]"), &json!(c), LABEL));
+            out.push(invalid(
+                &format!("{path}.categories[{i}]"),
+                &json!(c),
+                LABEL,
+            ));
         }
     }
 }
@@ -201,7 +219,10 @@ fn validate_names(names: &Value, path: &str, out: &mut Vec<Cause>) {
 fn validate_versions(spec: &Value, out: &mut Vec<Cause>) {
     let versions = spec["versions"].as_array().cloned().unwrap_or_default();
     if versions.is_empty() {
-        out.push(required("spec.versions", "must have exactly one version marked as storage version"));
+        out.push(required(
+            "spec.versions",
+            "must have exactly one version marked as storage version",
+        ));
         return;
     }
     let storage = versions.iter().filter(|v| v["storage"] == true).count();
@@ -354,7 +375,12 @@ fn structural(s: &Value, level: Level, path: &str, out: &mut Vec<Cause>) {
             ));
         }
         if ap.is_object() {
-            structural(ap, Level::Field, &format!("{path}.additionalProperties"), out);
+            structural(
+                ap,
+                Level::Field,
+                &format!("{path}.additionalProperties"),
+                out,
+            );
         }
     }
     if int_or_string && preserve {
@@ -372,8 +398,19 @@ fn structural(s: &Value, level: Level, path: &str, out: &mut Vec<Cause>) {
         ));
     }
     for junctor in ["allOf", "anyOf", "oneOf"] {
-        for (i, sub) in m.get(junctor).and_then(Value::as_array).into_iter().flatten().enumerate() {
-            nested(sub, &format!("{path}.{junctor}[{i}]"), int_or_string && junctor == "anyOf", out);
+        for (i, sub) in m
+            .get(junctor)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            nested(
+                sub,
+                &format!("{path}.{junctor}[{i}]"),
+                int_or_string && junctor == "anyOf",
+                out,
+            );
         }
     }
     if let Some(not) = m.get("not") {
@@ -401,7 +438,11 @@ fn structural(s: &Value, level: Level, path: &str, out: &mut Vec<Cause>) {
         out.push(required(&format!("{path}.type"), detail));
     }
     if level == Level::Root && !ty.is_empty() && ty != "object" {
-        out.push(invalid(&format!("{path}.type"), &json!(ty), "must be object at the root"));
+        out.push(invalid(
+            &format!("{path}.type"),
+            &json!(ty),
+            "must be object at the root",
+        ));
     }
     if level == Level::Root
         && let Some(meta) = m.get("properties").and_then(|p| p.get("metadata"))
@@ -430,16 +471,28 @@ fn structural(s: &Value, level: Level, path: &str, out: &mut Vec<Cause>) {
 fn nested(s: &Value, path: &str, int_or_string_pattern: bool, out: &mut Vec<Cause>) {
     let Some(m) = s.as_object() else { return };
     if m.contains_key("type") && !int_or_string_pattern {
-        out.push(forbidden(&format!("{path}.type"), "must be empty to be structural"));
+        out.push(forbidden(
+            &format!("{path}.type"),
+            "must be empty to be structural",
+        ));
     }
     for (k, detail) in [
         ("default", "must be undefined to be structural"),
         ("additionalProperties", "must be undefined to be structural"),
         ("title", "must be empty to be structural"),
         ("description", "must be empty to be structural"),
-        ("x-kubernetes-preserve-unknown-fields", "must be false to be structural"),
-        ("x-kubernetes-embedded-resource", "must be false to be structural"),
-        ("x-kubernetes-int-or-string", "must be false to be structural"),
+        (
+            "x-kubernetes-preserve-unknown-fields",
+            "must be false to be structural",
+        ),
+        (
+            "x-kubernetes-embedded-resource",
+            "must be false to be structural",
+        ),
+        (
+            "x-kubernetes-int-or-string",
+            "must be false to be structural",
+        ),
     ] {
         if m.contains_key(k) {
             out.push(forbidden(&format!("{path}.{k}"), detail));
@@ -496,11 +549,15 @@ mod tests {
             json!({ "properties": { "replicas": { "type": "integer" } } });
         assert_eq!(
             messages(&c),
-            vec!["spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields"]
+            vec![
+                "spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields"
+            ]
         );
         let mut c = crd();
         c["spec"]["versions"][0]["storage"] = json!(false);
-        assert!(messages(&c)[0].contains("must have exactly one version marked as storage version"));
+        assert!(
+            messages(&c)[0].contains("must have exactly one version marked as storage version")
+        );
         let mut c = crd();
         c["spec"]["versions"][0]["schema"] = Value::Null;
         assert_eq!(
@@ -509,6 +566,9 @@ mod tests {
         );
         let mut c = crd();
         c["metadata"]["name"] = json!("wrong.stable.example.com");
-        assert!(messages(&c)[0].starts_with("metadata.name: Invalid value: \"wrong.stable.example.com\""));
+        assert!(
+            messages(&c)[0]
+                .starts_with("metadata.name: Invalid value: \"wrong.stable.example.com\"")
+        );
     }
 }

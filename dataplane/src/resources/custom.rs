@@ -75,9 +75,10 @@ pub fn definition_name(group: &str, version: &str, kind: &str) -> String {
 
 /// Whether the CRD has `condition` with status `True`.
 pub fn condition_true(crd: &Value, condition: &str) -> bool {
-    crd["status"]["conditions"]
-        .as_array()
-        .is_some_and(|cs| cs.iter().any(|c| c["type"] == condition && c["status"] == "True"))
+    crd["status"]["conditions"].as_array().is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c["type"] == condition && c["status"] == "True")
+    })
 }
 
 fn strings(v: &Value) -> Vec<String> {

@@ -39,11 +39,9 @@ pub fn apply_defaults(schema: &Value, value: &mut Value) {
                 }
             }
         }
-        Value::Array(a) => {
-            if schema["items"].is_object() {
-                for child in a {
-                    apply_defaults(&schema["items"], child);
-                }
+        Value::Array(a) if schema["items"].is_object() => {
+            for child in a {
+                apply_defaults(&schema["items"], child);
             }
         }
         _ => {}
@@ -77,11 +75,9 @@ fn prune_at(schema: &Value, value: &mut Value, path: &str, root: bool, removed: 
                     continue;
                 }
                 let p = child_path(path, &k);
-                let sub = props.and_then(|p| p.get(&k)).or_else(|| {
-                    additional
-                        .is_object()
-                        .then_some(additional)
-                });
+                let sub = props
+                    .and_then(|p| p.get(&k))
+                    .or_else(|| additional.is_object().then_some(additional));
                 match sub {
                     Some(s) => {
                         if let Some(child) = m.get_mut(&k) {
@@ -96,11 +92,10 @@ fn prune_at(schema: &Value, value: &mut Value, path: &str, root: bool, removed: 
                 }
             }
         }
-        Value::Array(a) => {
-            if schema["items"].is_object() {
-                for (i, child) in a.iter_mut().enumerate() {
-                    prune_at(&schema["items"], child, &format!("{path}[{i}]"), false, removed);
-                }
+        Value::Array(a) if schema["items"].is_object() => {
+            for (i, child) in a.iter_mut().enumerate() {
+                let p = format!("{path}[{i}]");
+                prune_at(&schema["items"], child, &p, false, removed);
             }
         }
         _ => {}
@@ -182,10 +177,8 @@ pub fn validate(schema: &Value, value: &Value, path: &str, out: &mut Vec<Cause>)
         return;
     }
     let name = if path.is_empty() { "." } else { path };
-    if value.is_null() {
-        if schema["nullable"] == true || schema["type"].is_null() {
-            return;
-        }
+    if value.is_null() && (schema["nullable"] == true || schema["type"].is_null()) {
+        return;
     }
     if schema["x-kubernetes-int-or-string"] == true {
         if !(is_integer(value) || value.is_string()) {
@@ -232,7 +225,14 @@ pub fn validate(schema: &Value, value: &Value, path: &str, out: &mut Vec<Cause>)
     }
     match value {
         Value::String(s) => validate_string(schema, s, value, path, name, out),
-        Value::Number(n) => validate_number(schema, n.as_f64().unwrap_or_default(), value, path, name, out),
+        Value::Number(n) => validate_number(
+            schema,
+            n.as_f64().unwrap_or_default(),
+            value,
+            path,
+            name,
+            out,
+        ),
         Value::Array(a) => {
             let len = a.len() as u64;
             if let Some(max) = schema["maxItems"].as_u64()
@@ -314,7 +314,11 @@ fn validate_number(
     if let Some(min) = schema["minimum"].as_f64() {
         let exclusive = schema["exclusiveMinimum"] == true;
         if f < min || (exclusive && f == min) {
-            let word = if exclusive { "greater than" } else { "greater than or equal to" };
+            let word = if exclusive {
+                "greater than"
+            } else {
+                "greater than or equal to"
+            };
             out.push(invalid(
                 path,
                 value,
@@ -325,7 +329,11 @@ fn validate_number(
     if let Some(max) = schema["maximum"].as_f64() {
         let exclusive = schema["exclusiveMaximum"] == true;
         if f > max || (exclusive && f == max) {
-            let word = if exclusive { "less than" } else { "less than or equal to" };
+            let word = if exclusive {
+                "less than"
+            } else {
+                "less than or equal to"
+            };
             out.push(invalid(
                 path,
                 value,
@@ -394,7 +402,10 @@ fn validate_object(
     }
     if schema["x-kubernetes-embedded-resource"] == true {
         for field in ["apiVersion", "kind"] {
-            if m.get(field).and_then(Value::as_str).is_none_or(str::is_empty) {
+            if m.get(field)
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
                 out.push(cause(
                     "FieldValueRequired",
                     &child_path(path, field),
@@ -409,9 +420,11 @@ fn validate_object(
         if root_meta {
             continue;
         }
-        let sub = props
-            .and_then(|p| p.get(k))
-            .or_else(|| schema["additionalProperties"].is_object().then_some(&schema["additionalProperties"]));
+        let sub = props.and_then(|p| p.get(k)).or_else(|| {
+            schema["additionalProperties"]
+                .is_object()
+                .then_some(&schema["additionalProperties"])
+        });
         if let Some(s) = sub {
             validate(s, v, &child_path(path, k), out);
         }
@@ -477,7 +490,9 @@ mod tests {
                 "spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1",
             ]
         );
-        assert!(errors(&json!({ "spec": { "cronSpec": "* * * * */5", "port": "http" } })).is_empty());
+        assert!(
+            errors(&json!({ "spec": { "cronSpec": "* * * * */5", "port": "http" } })).is_empty()
+        );
     }
 
     #[test]

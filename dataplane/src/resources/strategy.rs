@@ -217,7 +217,8 @@ mod tests {
             "CronTab.stable.example.com \"a\" is invalid: spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0"
         );
         let v2 = &types[1];
-        let mut o2 = json!({ "apiVersion": "stable.example.com/v2", "metadata": { "name": "b" }, "x": 1 });
+        let mut o2 =
+            json!({ "apiVersion": "stable.example.com/v2", "metadata": { "name": "b" }, "x": 1 });
         prepare_create(v2, &mut o2, UnknownFields::Refuse).unwrap();
         assert_eq!(o2["apiVersion"], "stable.example.com/v1");
         assert_eq!(present(v2, &o2)["apiVersion"], "stable.example.com/v2");
@@ -231,7 +232,10 @@ mod tests {
             .unwrap();
         let next = prepare_delete(&rt, &crd(), "t").unwrap();
         assert_eq!(next["metadata"]["finalizers"][0], CLEANUP_FINALIZER);
-        assert_eq!(next["status"]["conditions"][0]["reason"], "InstanceDeletionPending");
+        assert_eq!(
+            next["status"]["conditions"][0]["reason"],
+            "InstanceDeletionPending"
+        );
         let mut terminating = next.clone();
         terminating["metadata"]["deletionTimestamp"] = json!("t");
         assert!(prepare_delete(&rt, &terminating, "t").is_none());

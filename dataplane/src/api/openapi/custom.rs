@@ -70,9 +70,11 @@ pub fn to_v2(v: &Value) -> Value {
                         ("enum" | "default" | "example" | "required", _)
                         | ("x-kubernetes-group-version-kind", _) => v.clone(),
                         // Field names, not keywords: keep every one.
-                        ("properties" | "patternProperties", Value::Object(props)) => Value::Object(
-                            props.iter().map(|(n, s)| (n.clone(), to_v2(s))).collect(),
-                        ),
+                        ("properties" | "patternProperties", Value::Object(props)) => {
+                            Value::Object(
+                                props.iter().map(|(n, s)| (n.clone(), to_v2(s))).collect(),
+                            )
+                        }
                         _ => to_v2(v),
                     };
                     (k.clone(), v)
