@@ -39,11 +39,9 @@ pub fn apply_defaults(schema: &Value, value: &mut Value) {
                 }
             }
         }
-        Value::Array(a) => {
-            if schema["items"].is_object() {
-                for child in a {
-                    apply_defaults(&schema["items"], child);
-                }
+        Value::Array(a) if schema["items"].is_object() => {
+            for child in a {
+                apply_defaults(&schema["items"], child);
             }
         }
         _ => {}
@@ -94,17 +92,10 @@ fn prune_at(schema: &Value, value: &mut Value, path: &str, root: bool, removed: 
                 }
             }
         }
-        Value::Array(a) => {
-            if schema["items"].is_object() {
-                for (i, child) in a.iter_mut().enumerate() {
-                    prune_at(
-                        &schema["items"],
-                        child,
-                        &format!("{path}[{i}]"),
-                        false,
-                        removed,
-                    );
-                }
+        Value::Array(a) if schema["items"].is_object() => {
+            for (i, child) in a.iter_mut().enumerate() {
+                let p = format!("{path}[{i}]");
+                prune_at(&schema["items"], child, &p, false, removed);
             }
         }
         _ => {}
@@ -186,10 +177,8 @@ pub fn validate(schema: &Value, value: &Value, path: &str, out: &mut Vec<Cause>)
         return;
     }
     let name = if path.is_empty() { "." } else { path };
-    if value.is_null() {
-        if schema["nullable"] == true || schema["type"].is_null() {
-            return;
-        }
+    if value.is_null() && (schema["nullable"] == true || schema["type"].is_null()) {
+        return;
     }
     if schema["x-kubernetes-int-or-string"] == true {
         if !(is_integer(value) || value.is_string()) {

@@ -126,3 +126,43 @@ impl CustomTypes for ClusterCustomTypes {
         self.store.snapshot(&resource).iter(None, None).count()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn crd(accepted: bool) -> Arc<Value> {
+        let status = if accepted { "True" } else { "False" };
+        Arc::new(json!({
+            "metadata": { "name": "crontabs.stable.example.com" },
+            "spec": { "group": "stable.example.com", "scope": "Namespaced",
+                "names": { "plural": "crontabs", "kind": "CronTab" },
+                "versions": [{ "name": "v1", "served": true, "storage": true,
+                    "schema": { "openAPIV3Schema": { "type": "object" } } }] },
+            "status": { "conditions": [{ "type": "NamesAccepted", "status": status }] }
+        }))
+    }
+
+    #[test]
+    fn accepted_crds_are_served_until_they_go() {
+        let view = ClusterResources::default();
+        let builtin = view.registry().all().len();
+        view.serve_crds(&[crd(false)]);
+        assert!(
+            view.registry()
+                .lookup("stable.example.com", "v1", "crontabs")
+                .is_none()
+        );
+        view.serve_crds(&[crd(true)]);
+        let rt = view
+            .registry()
+            .lookup("stable.example.com", "v1", "crontabs")
+            .unwrap();
+        assert!(rt.custom.is_some());
+        let docs = view.view().documents();
+        assert!(docs.v3_paths().any(|p| p == "apis/stable.example.com/v1"));
+        view.serve_crds(&[]);
+        assert_eq!(view.registry().all().len(), builtin);
+    }
+}
