@@ -84,6 +84,7 @@ mod tests {
         );
         assert_eq!(strategy("apps/v1", "Deployment").group, "apps");
         assert!(!strategy("apps/v1", "Deployment").graceful);
-        assert_eq!(strategy("v1", "ConfigMap").gc, None);
+        // Kinds the collector does not watch never get its finalizers.
+        assert_eq!(strategy("v1", "PodTemplate").gc, None);
     }
 }
