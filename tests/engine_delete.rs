@@ -498,6 +498,34 @@ fn duplicate_fields_bad_options_and_preconditions_on_the_wire() {
     assert_eq!(code, 200, "{s}");
     assert_eq!(s["status"], "Success");
     assert_eq!(s["details"]["uid"], uid);
+
+    // A Namespace answers DELETE with itself, Terminating; the namespace
+    // controller empties it, then it goes.
+    let (code, _, _) = raw.call(
+        "POST",
+        "/api/v1/namespaces",
+        "application/json",
+        r#"{"metadata":{"name":"team"}}"#,
+    );
+    assert_eq!(code, 201);
+    let (code, _, _) = raw.call(
+        "POST",
+        "/api/v1/namespaces/team/configmaps",
+        "application/json",
+        r#"{"metadata":{"name":"inside"}}"#,
+    );
+    assert_eq!(code, 201);
+    let (code, _, ns) = raw.call("DELETE", "/api/v1/namespaces/team", "application/json", "");
+    assert_eq!(code, 200, "{ns}");
+    assert_eq!(ns["kind"], "Namespace");
+    assert_eq!(ns["status"]["phase"], "Terminating");
+    assert!(ns["metadata"]["deletionTimestamp"].is_string(), "{ns}");
+    c.ok(&["wait", "--for=delete", "namespace/team", "--timeout=60s"]);
+    assert!(
+        !c.run(&["get", "configmap", "inside", "-n", "team"])
+            .status
+            .success()
+    );
 }
 
 #[test]

@@ -499,7 +499,7 @@ impl Store for MemoryStore {
             return Ok(current);
         }
         self.check_size(key, &object)?;
-        if deletion::removes_on_update(&object, &current) {
+        if deletion::removes_on_update(&object, &current, key.resource == NAMESPACES) {
             // As upstream: the update is not written; watchers see the last
             // stored state deleted, the writer gets its object back.
             let gone = self.commit(
