@@ -321,6 +321,16 @@ fn unknown_fields_are_rejected_or_warned_about() {
     let d = c.json(&["get", "deployment", "strict"]);
     assert!(d["spec"].get("foo").is_none(), "unknown fields are dropped");
 
+    // replace (PUT) validates as strictly as create.
+    let out = c.run(&["replace", "-f", &f]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("strict decoding error: unknown field \"spec.foo\""),
+        "{}",
+        text(&out)
+    );
+
     // A patch with an unknown field: warned about, the field dropped.
     let out = c.run(&[
         "patch",
@@ -444,6 +454,51 @@ fn duplicate_fields_bad_options_and_preconditions_on_the_wire() {
         &dup.replace("\"d\"", "\"e\""),
     );
     assert_eq!((code, warnings.len()), (201, 0));
+
+    // A strict patch: 422 naming the patched object, nothing stored.
+    let (code, _, s) = raw.call(
+        "PATCH",
+        &format!("{CMS}/d?fieldValidation=Strict"),
+        "application/merge-patch+json",
+        r#"{"data":{"k":"3"},"spec":{"x":1}}"#,
+    );
+    assert_eq!(code, 422, "{s}");
+    let msg = s["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with(" \"\" is invalid: patch: Invalid value: \"{"),
+        "{msg}"
+    );
+    assert!(
+        msg.ends_with("\": strict decoding error: unknown field \"spec\""),
+        "{msg}"
+    );
+    assert_eq!(s["details"]["causes"][0]["field"], "patch");
+    let (code, _, s) = raw.call(
+        "PATCH",
+        &format!("{CMS}/d?fieldValidation=Strict"),
+        "application/strategic-merge-patch+json",
+        r#"{"data":{"k":"3","k":"4"}}"#,
+    );
+    assert_eq!(code, 422, "{s}");
+    assert_eq!(
+        s["message"],
+        " \"\" is invalid: patch: Invalid value: \"map[data:map[k:4]]\": strict decoding error: duplicate field \"data.k\""
+    );
+    let (_, _, now) = raw.call("GET", &format!("{CMS}/d"), "application/json", "");
+    assert_eq!(now["data"]["k"], "2");
+
+    // deletecollection with dryRun answers what it matched and deletes nothing.
+    let (code, _, list) = raw.call(
+        "DELETE",
+        &format!("{CMS}?dryRun=All&fieldSelector=metadata.name%3Dd"),
+        "application/json",
+        "",
+    );
+    assert_eq!(code, 200, "{list}");
+    assert_eq!(list["kind"], "ConfigMapList");
+    assert_eq!(list["items"].as_array().unwrap().len(), 1, "{list}");
+    let (code, _, _) = raw.call("GET", &format!("{CMS}/d"), "application/json", "");
+    assert_eq!(code, 200);
 
     // Options kube-apiserver refuses.
     let (code, _, s) = raw.call(
