@@ -396,6 +396,9 @@ fn plan_namespace(
     }
     let mut next = current.clone();
     next["metadata"]["deletionTimestamp"] = json!(stamp(now));
+    if !next["status"].is_object() {
+        next["status"] = json!({});
+    }
     next["status"]["phase"] = json!("Terminating");
     let own = finalizers(current);
     let has = |f: &str| own.iter().any(|x| x == f);

@@ -83,6 +83,15 @@ impl Store for DryRun {
         if object.get("spec").is_some() {
             object["metadata"]["generation"] = json!(1);
         }
+        if key.resource == NAMESPACES {
+            // The namespace registry's create defaults, as the store applies them.
+            if !object["metadata"]["labels"].is_object() {
+                object["metadata"]["labels"] = json!({});
+            }
+            object["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(key.name);
+            object["spec"] = json!({"finalizers": ["kubernetes"]});
+            object["status"] = json!({"phase": "Active"});
+        }
         if let Some(m) = object["metadata"].as_object_mut() {
             for field in [
                 "resourceVersion",
