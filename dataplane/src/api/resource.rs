@@ -193,10 +193,6 @@ pub async fn dispatch(
         Operation::Delete => h.delete(&body),
         Operation::DeleteCollection => h.delete_collection(&body),
         Operation::GetSubresource(sub) => h.get_sub(sub),
-        // A status write is the whole object, decoded as strictly as an update.
-        Operation::UpdateSubresource(Sub::Status) => {
-            h.update_sub(Sub::Status, h.decode(ct, &body)?)
-        }
         Operation::UpdateSubresource(sub) => h.update_sub(sub, request::decode_object(ct, &body)?),
         Operation::PatchSubresource(sub, kind) => h.patch_sub(sub, kind, &body),
     }
@@ -808,7 +804,7 @@ impl Handler<'_> {
         let current = self.current(&key)?;
         let next = self.unview(sub, &current, &body)?;
         let updated = self.store.update(&key, next, &Preconditions::default())?;
-        Ok(self.reply(StatusCode::OK).json(self.view(sub, &updated)))
+        Ok(HttpResponse::Ok().json(self.view(sub, &updated)))
     }
 
     fn patch_sub(&self, sub: Sub, kind: PatchType, body: &[u8]) -> Result<HttpResponse, ApiError> {
@@ -834,7 +830,7 @@ impl Handler<'_> {
             }
             Ok(next)
         })?;
-        Ok(self.reply(StatusCode::OK).json(self.view(sub, &updated)))
+        Ok(HttpResponse::Ok().json(self.view(sub, &updated)))
     }
 }
 
