@@ -105,6 +105,42 @@ fn cascades_orphan_foreground_and_background_with_the_garbage_collector() {
 
     // Orphan: the Deployment goes, its ReplicaSet and Pods stay, unowned.
     c.rolled_out("orphans", 2);
+    // What kemu itself writes passes strict decoding, so kubectl replace and
+    // edit of any of it (fieldValidation=Strict) never trip on kemu's fields.
+    let registry = kemu_dataplane::resources::ResourceRegistry::builtin();
+    for kind in [
+        "deployments",
+        "replicasets",
+        "pods",
+        "nodes",
+        "namespaces",
+        "events",
+        "serviceaccounts",
+        "configmaps",
+        "services",
+        "endpointslices",
+        "endpoints",
+        "clusterroles",
+        "clusterrolebindings",
+    ] {
+        for item in c.items(&["get", kind, "-A"]) {
+            let rt = registry
+                .by_kind(
+                    item["apiVersion"].as_str().unwrap(),
+                    item["kind"].as_str().unwrap(),
+                )
+                .unwrap();
+            let checked = kemu_dataplane::api::field_validation::check_value(
+                item.clone(),
+                &rt.field_schema(),
+            );
+            assert!(
+                checked.problems.is_empty(),
+                "{:?} in {item}",
+                checked.problems
+            );
+        }
+    }
     let out = c.ok(&["delete", "deployment", "orphans", "--cascade=orphan"]);
     assert!(out.contains("deployment.apps \"orphans\" deleted"), "{out}");
     assert!(!c.run(&["get", "deployment", "orphans"]).status.success());
@@ -190,8 +226,14 @@ fn server_dry_runs_and_diff_change_nothing() {
     let before = c.json(&["get", "configmap", "settings"]);
     let rv = before["metadata"]["resourceVersion"].clone();
 
-    let out = c.ok(&["apply", "--dry-run=server", "-f", &v2]);
-    assert!(out.contains("configured (server dry run)"), "{out}");
+    let out = c.run(&["apply", "--dry-run=server", "-f", &v2]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("configured (server dry run)"),
+        "{}",
+        text(&out)
+    );
+    assert!(out.stderr.is_empty(), "no warnings: {}", text(&out));
     let after = c.json(&["get", "configmap", "settings"]);
     assert_eq!(after["data"]["a"], "1");
     assert_eq!(after["metadata"]["resourceVersion"], rv);
@@ -267,13 +309,27 @@ fn unknown_fields_are_rejected_or_warned_about() {
     let out = c.run(&["create", "-f", &f, "--validate=warn"]);
     assert!(out.status.success(), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("Warning: unknown field \"spec.foo\""), "{err}");
-    assert!(
-        err.contains("Warning: unknown field \"spec.template.spec.containers[0].colour\""),
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("Warning:")).collect();
+    assert_eq!(
+        warnings,
+        [
+            "Warning: unknown field \"spec.foo\"",
+            "Warning: unknown field \"spec.template.spec.containers[0].colour\"",
+        ],
         "{err}"
     );
     let d = c.json(&["get", "deployment", "strict"]);
     assert!(d["spec"].get("foo").is_none(), "unknown fields are dropped");
+
+    // replace (PUT) validates as strictly as create.
+    let out = c.run(&["replace", "-f", &f]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("strict decoding error: unknown field \"spec.foo\""),
+        "{}",
+        text(&out)
+    );
 
     // A patch with an unknown field: warned about, the field dropped.
     let out = c.run(&[
@@ -285,10 +341,13 @@ fn unknown_fields_are_rejected_or_warned_about() {
         r#"{"spec":{"bar":1}}"#,
     ]);
     assert!(out.status.success(), "default Warn: {}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("Warning:")).collect();
+    assert_eq!(warnings, ["Warning: unknown field \"spec.bar\""], "{err}");
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("Warning: unknown field \"spec.bar\""),
-        "{}",
-        text(&out)
+        c.json(&["get", "deployment", "strict"])["spec"]
+            .get("bar")
+            .is_none()
     );
 }
 
@@ -396,6 +455,51 @@ fn duplicate_fields_bad_options_and_preconditions_on_the_wire() {
     );
     assert_eq!((code, warnings.len()), (201, 0));
 
+    // A strict patch: 422 naming the patched object, nothing stored.
+    let (code, _, s) = raw.call(
+        "PATCH",
+        &format!("{CMS}/d?fieldValidation=Strict"),
+        "application/merge-patch+json",
+        r#"{"data":{"k":"3"},"spec":{"x":1}}"#,
+    );
+    assert_eq!(code, 422, "{s}");
+    let msg = s["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with(" \"\" is invalid: patch: Invalid value: \"{"),
+        "{msg}"
+    );
+    assert!(
+        msg.ends_with("\": strict decoding error: unknown field \"spec\""),
+        "{msg}"
+    );
+    assert_eq!(s["details"]["causes"][0]["field"], "patch");
+    let (code, _, s) = raw.call(
+        "PATCH",
+        &format!("{CMS}/d?fieldValidation=Strict"),
+        "application/strategic-merge-patch+json",
+        r#"{"data":{"k":"3","k":"4"}}"#,
+    );
+    assert_eq!(code, 422, "{s}");
+    assert_eq!(
+        s["message"],
+        " \"\" is invalid: patch: Invalid value: \"map[data:map[k:4]]\": strict decoding error: duplicate field \"data.k\""
+    );
+    let (_, _, now) = raw.call("GET", &format!("{CMS}/d"), "application/json", "");
+    assert_eq!(now["data"]["k"], "2");
+
+    // deletecollection with dryRun answers what it matched and deletes nothing.
+    let (code, _, list) = raw.call(
+        "DELETE",
+        &format!("{CMS}?dryRun=All&fieldSelector=metadata.name%3Dd"),
+        "application/json",
+        "",
+    );
+    assert_eq!(code, 200, "{list}");
+    assert_eq!(list["kind"], "ConfigMapList");
+    assert_eq!(list["items"].as_array().unwrap().len(), 1, "{list}");
+    let (code, _, _) = raw.call("GET", &format!("{CMS}/d"), "application/json", "");
+    assert_eq!(code, 200);
+
     // Options kube-apiserver refuses.
     let (code, _, s) = raw.call(
         "POST",
@@ -449,6 +553,34 @@ fn duplicate_fields_bad_options_and_preconditions_on_the_wire() {
     assert_eq!(code, 200, "{s}");
     assert_eq!(s["status"], "Success");
     assert_eq!(s["details"]["uid"], uid);
+
+    // A Namespace answers DELETE with itself, Terminating; the namespace
+    // controller empties it, then it goes.
+    let (code, _, _) = raw.call(
+        "POST",
+        "/api/v1/namespaces",
+        "application/json",
+        r#"{"metadata":{"name":"team"}}"#,
+    );
+    assert_eq!(code, 201);
+    let (code, _, _) = raw.call(
+        "POST",
+        "/api/v1/namespaces/team/configmaps",
+        "application/json",
+        r#"{"metadata":{"name":"inside"}}"#,
+    );
+    assert_eq!(code, 201);
+    let (code, _, ns) = raw.call("DELETE", "/api/v1/namespaces/team", "application/json", "");
+    assert_eq!(code, 200, "{ns}");
+    assert_eq!(ns["kind"], "Namespace");
+    assert_eq!(ns["status"]["phase"], "Terminating");
+    assert!(ns["metadata"]["deletionTimestamp"].is_string(), "{ns}");
+    c.ok(&["wait", "--for=delete", "namespace/team", "--timeout=60s"]);
+    assert!(
+        !c.run(&["get", "configmap", "inside", "-n", "team"])
+            .status
+            .success()
+    );
 }
 
 #[test]

@@ -205,7 +205,14 @@ impl ApiError {
 }
 
 fn details(t: &Target, causes: Option<&Vec<Cause>>) -> Value {
-    let mut d = json!({ "name": t.name, "kind": t.kind });
+    // Empty fields are left out, as upstream's `omitempty` does.
+    let mut d = json!({});
+    if !t.name.is_empty() {
+        d["name"] = json!(t.name);
+    }
+    if !t.kind.is_empty() {
+        d["kind"] = json!(t.kind);
+    }
     if !t.group.is_empty() {
         d["group"] = json!(t.group);
     }

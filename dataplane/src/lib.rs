@@ -6,9 +6,11 @@
 //!   certificate from that cluster's CA; all of them served by one [`Engine`].
 //! - [`engine`]: the shared engine: routes every request of every cluster.
 //! - [`api`]: the API machinery over HTTP: discovery, OpenAPI, the generic
-//!   verbs, selectors, patch, watch, Table output; one file per concern.
+//!   verbs, selectors, patch, watch, Table output, deletion answers, write
+//!   options (`dryRun`), field validation; one file per concern.
 //! - [`resources`]: the resource registry: every type served, with its metadata.
-//! - [`store`]: the versioned object store of each cluster, behind a trait.
+//! - [`store`]: the versioned object store of each cluster, behind a trait;
+//!   what a DELETE does to an object is one pure plan (`store::deletion`).
 //! - [`nodes`]: the Node objects of each cluster's node pools.
 //! - [`network`]: service CIDRs, ClusterIP/NodePort allocation, the
 //!   `kubernetes` Service, load balancer ingress per cloud.

@@ -25,7 +25,11 @@
 //!   the `orphan` finalizer, `Foreground` the `foregroundDeletion` finalizer; an
 //!   object with finalizers gets a `deletionTimestamp` and stays (returned as
 //!   `Some`); otherwise it is removed at once (`None`). A Namespace stays while
-//!   `spec.finalizers` is non-empty. Deleting a missing object is NotFound.
+//!   `spec.finalizers` is non-empty. A Pod on a Node is deleted gracefully
+//!   (`Some`, terminating for its grace period) until a delete with
+//!   `grace_period_seconds: Some(0)` — the kubelet's — removes it. Deleting a
+//!   missing object is NotFound. (The store adapter applies
+//!   [`crate::store::deletion`]; [`MemClient`] keeps the simpler rules.)
 //! - **watch** returns an unbounded, ordered, lossless stream for one kind across
 //!   all namespaces: first an `Added` event for every existing object (the
 //!   "resourceVersion unset" semantic), then every change in resourceVersion order,

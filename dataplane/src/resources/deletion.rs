@@ -42,6 +42,7 @@ pub fn strategy(api_version: &str, kind: &str) -> DeleteStrategy {
         kind: kind.to_owned(),
         group: group.to_owned(),
         graceful: api_version == "v1" && kind == "Pod",
+        namespace: api_version == "v1" && kind == "Namespace",
         gc: collected.then(|| gc_policy(api_version, kind)),
     }
 }

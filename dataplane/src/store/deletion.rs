@@ -54,6 +54,10 @@ pub struct DeleteStrategy {
     pub group: String,
     /// Pod-style graceful deletion (`CheckGracefulDelete`).
     pub graceful: bool,
+    /// Namespace-style deletion: the first DELETE marks it `Terminating`;
+    /// it goes once `spec.finalizers` (the namespace controller's) and
+    /// `metadata.finalizers` are empty.
+    pub namespace: bool,
     /// The default garbage-collection policy; `None` when the garbage
     /// collector does not look after this kind (no finalizers are set).
     pub gc: Option<GcPolicy>,
@@ -67,6 +71,7 @@ impl DeleteStrategy {
             kind: kind.to_owned(),
             group: group.to_owned(),
             graceful: false,
+            namespace: false,
             gc: None,
         }
     }
@@ -344,6 +349,83 @@ fn mark_as_deleting(obj: &mut Value, now: DateTime<Utc>) {
     obj["metadata"]["deletionGracePeriodSeconds"] = json!(0);
 }
 
+fn spec_finalizers(v: &Value) -> bool {
+    v["spec"]["finalizers"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty())
+}
+
+/// The namespace registry's own DELETE: the first one marks the Namespace
+/// `Terminating` (with the collector's finalizers the options ask for); later
+/// ones wait for `spec.finalizers`, then delete as any object.
+fn plan_namespace(
+    current: &Value,
+    opts: &DeleteOptions,
+    now: DateTime<Utc>,
+) -> Result<Option<Plan>, ApiError> {
+    let meta = &current["metadata"];
+    let name = meta["name"].as_str().unwrap_or_default();
+    let uid = meta["uid"].as_str().unwrap_or_default();
+    let rv = meta["resourceVersion"].as_str().unwrap_or_default();
+    let conflict = |message: String| ApiError::Conflict {
+        target: Target {
+            name: name.to_owned(),
+            group: String::new(),
+            kind: "namespaces".into(),
+        },
+        message,
+    };
+    let pre = &opts.preconditions;
+    if let Some(want) = pre.uid.as_deref().filter(|w| *w != uid) {
+        return Err(conflict(format!(
+            "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
+        )));
+    }
+    if let Some(want) = pre.resource_version.as_deref().filter(|w| *w != rv) {
+        return Err(conflict(format!(
+            "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {rv}"
+        )));
+    }
+    if meta["deletionTimestamp"].is_string() {
+        if spec_finalizers(current) {
+            return Ok(Some(Plan::Keep {
+                already_pending: false,
+            }));
+        }
+        return Ok(None);
+    }
+    let mut next = current.clone();
+    next["metadata"]["deletionTimestamp"] = json!(stamp(now));
+    if !next["status"].is_object() {
+        next["status"] = json!({});
+    }
+    next["status"]["phase"] = json!("Terminating");
+    let own = finalizers(current);
+    let has = |f: &str| own.iter().any(|x| x == f);
+    let orphan = match (opts.orphan_dependents, opts.propagation) {
+        (Some(o), _) => o,
+        (None, Some(p)) => p == Propagation::Orphan,
+        (None, None) => has(ORPHAN),
+    };
+    let foreground = match (opts.orphan_dependents, opts.propagation) {
+        (Some(o), _) => !o,
+        (None, Some(p)) => p == Propagation::Foreground,
+        (None, None) => has(FOREGROUND),
+    };
+    let mut list: Vec<String> = own
+        .into_iter()
+        .filter(|f| f != ORPHAN && f != FOREGROUND)
+        .collect();
+    if orphan {
+        list.push(ORPHAN.into());
+    }
+    if foreground {
+        list.push(FOREGROUND.into());
+    }
+    set_finalizers(&mut next, list);
+    Ok(Some(Plan::Write(next)))
+}
+
 /// Decides what deleting `current` does. Preconditions are checked first
 /// (409 Conflict as upstream words it).
 pub fn plan(
@@ -352,6 +434,11 @@ pub fn plan(
     opts: &DeleteOptions,
     now: DateTime<Utc>,
 ) -> Result<Plan, ApiError> {
+    if strategy.namespace
+        && let Some(plan) = plan_namespace(current, opts, now)?
+    {
+        return Ok(plan);
+    }
     check_preconditions(strategy, current, &opts.preconditions)?;
     // Negative grace periods count as 1 s on the delete path.
     let grace = opts.grace_period_seconds.map(|g| if g < 0 { 1 } else { g });
@@ -390,9 +477,11 @@ pub fn plan(
 }
 
 /// `ShouldDeleteDuringUpdate`: an update that leaves no finalizers on an
-/// object being deleted without a pending grace period removes it.
-pub fn removes_on_update(next: &Value, current: &Value) -> bool {
-    finalizers(next).is_empty()
+/// object being deleted without a pending grace period removes it (a
+/// Namespace also needs its `spec.finalizers` empty).
+pub fn removes_on_update(next: &Value, current: &Value, namespace: bool) -> bool {
+    !(namespace && spec_finalizers(next))
+        && finalizers(next).is_empty()
         && current["metadata"]["deletionTimestamp"].is_string()
         && current["metadata"]["deletionGracePeriodSeconds"]
             .as_i64()
@@ -418,6 +507,7 @@ mod tests {
             kind: "Deployment".into(),
             group: "apps".into(),
             graceful: false,
+            namespace: false,
             gc: Some(GcPolicy::DeleteDependents),
         }
     }
@@ -484,6 +574,7 @@ mod tests {
             kind: "Pod".into(),
             group: String::new(),
             graceful: true,
+            namespace: false,
             gc: Some(GcPolicy::DeleteDependents),
         };
         let pod = json!({"metadata": {"name": "p", "uid": "u", "resourceVersion": "3"},
@@ -532,6 +623,34 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "Operation cannot be fulfilled on Deployment.apps \"web\": the UID in the precondition (other) does not match the UID in record (u1). The object might have been deleted and then recreated"
+        );
+    }
+
+    #[test]
+    fn namespaces_terminate_until_their_finalizers_go() {
+        let now = at("2026-01-01T00:00:00Z");
+        let mut ns = DeleteStrategy::plain("Namespace", "");
+        ns.namespace = true;
+        let team = json!({"metadata": {"name": "team", "uid": "n1", "resourceVersion": "4"},
+            "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+        let Plan::Write(t) = plan(&ns, &team, &DeleteOptions::default(), now).unwrap() else {
+            panic!("the first delete marks it");
+        };
+        assert_eq!(t["status"]["phase"], "Terminating");
+        assert_eq!(t["metadata"]["deletionTimestamp"], "2026-01-01T00:00:00Z");
+        assert_eq!(
+            plan(&ns, &t, &DeleteOptions::default(), now).unwrap(),
+            Plan::Keep {
+                already_pending: false
+            }
+        );
+        let mut finalized = t.clone();
+        finalized["spec"]["finalizers"] = json!([]);
+        assert!(removes_on_update(&finalized, &t, true));
+        assert!(!removes_on_update(&t, &t, true));
+        assert_eq!(
+            plan(&ns, &finalized, &DeleteOptions::default(), now).unwrap(),
+            Plan::Remove { update: None }
         );
     }
 }

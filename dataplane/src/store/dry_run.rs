@@ -83,6 +83,15 @@ impl Store for DryRun {
         if object.get("spec").is_some() {
             object["metadata"]["generation"] = json!(1);
         }
+        if key.resource == NAMESPACES {
+            // The namespace registry's create defaults, as the store applies them.
+            if !object["metadata"]["labels"].is_object() {
+                object["metadata"]["labels"] = json!({});
+            }
+            object["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(key.name);
+            object["spec"] = json!({"finalizers": ["kubernetes"]});
+            object["status"] = json!({"phase": "Active"});
+        }
         if let Some(m) = object["metadata"].as_object_mut() {
             for field in [
                 "resourceVersion",
@@ -119,8 +128,39 @@ impl Store for DryRun {
                 message: "the object has been modified; please apply your changes to the latest version and try again".into(),
             });
         }
-        for field in ["uid", "creationTimestamp", "generation", "resourceVersion"] {
-            object["metadata"][field] = current["metadata"][field].clone();
+        let spec = |v: &Value| -> Vec<(String, Value)> {
+            v.as_object()
+                .map(|m| {
+                    m.iter()
+                        .filter(|(k, _)| {
+                            !matches!(k.as_str(), "metadata" | "status" | "kind" | "apiVersion")
+                        })
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let spec_changed = spec(&object) != spec(&current);
+        for field in [
+            "uid",
+            "creationTimestamp",
+            "generation",
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ] {
+            match current["metadata"].get(field) {
+                Some(v) => object["metadata"][field] = v.clone(),
+                None => {
+                    if let Some(m) = object["metadata"].as_object_mut() {
+                        m.remove(field);
+                    }
+                }
+            }
+        }
+        // What the store would answer: the generation follows the spec.
+        if spec_changed && let Some(g) = current["metadata"]["generation"].as_i64() {
+            object["metadata"]["generation"] = json!(g + 1);
         }
         Ok(Arc::new(object))
     }

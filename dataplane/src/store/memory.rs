@@ -555,7 +555,7 @@ impl Store for MemoryStore {
             return Ok(current);
         }
         self.check_size(key, &object)?;
-        if deletion::removes_on_update(&object, &current) {
+        if deletion::removes_on_update(&object, &current, key.resource == NAMESPACES) {
             // As upstream: the update is not written; watchers see the last
             // stored state deleted, the writer gets its object back.
             let gone = self.commit(
@@ -725,6 +725,42 @@ mod tests {
             .unwrap();
         s.delete(&ns, &Preconditions::default()).unwrap();
         assert!(s.get(&ObjectKey::new("configmaps", "team", "b")).is_none());
+    }
+
+    #[test]
+    fn graceful_pods_terminate_then_go_and_watchers_see_each_step() {
+        let (_, s) = store();
+        let k = ObjectKey::new("pods", "default", "p");
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"nodeName": "n1"}});
+        s.create(&k, pod).unwrap();
+        let mut sub = s
+            .watch("pods", WatchFrom::After(s.resource_version()))
+            .unwrap();
+        let pods = crate::resources::deletion::strategy("v1", "Pod");
+        let held = s.delete_with(&k, &pods, &DeleteOptions::default()).unwrap();
+        let Deleted::Pending(held) = held else {
+            panic!("a scheduled pod terminates first");
+        };
+        assert_eq!(held["metadata"]["deletionGracePeriodSeconds"], 30);
+        // Deleting again leaves the pending deletion alone.
+        assert!(matches!(
+            s.delete_with(&k, &pods, &DeleteOptions::default()).unwrap(),
+            Deleted::AlreadyPending(_)
+        ));
+        let force = DeleteOptions {
+            grace_period_seconds: Some(0),
+            ..DeleteOptions::default()
+        };
+        assert!(matches!(
+            s.delete_with(&k, &pods, &force).unwrap(),
+            Deleted::Now(_)
+        ));
+        assert!(s.get(&k).is_none());
+        let kinds: Vec<EventKind> = (0..3).map(|_| sub.live.try_recv().unwrap().kind).collect();
+        assert_eq!(
+            kinds,
+            [EventKind::Modified, EventKind::Modified, EventKind::Deleted]
+        );
     }
 
     #[test]
