@@ -150,3 +150,4 @@ impl Handler<'_> {
         self.respond(code, &object)
     }
 }
+
