@@ -214,7 +214,9 @@ fn bad_requests_get_upstream_statuses_and_store_nothing() {
         "application/json-patch+json",
         br#"[{"op":"remove","path":"/data/nope"}]"#.to_vec(),
     );
-    assert_eq!(code, 400, "{s}");
+    // Upstream answers a JSON patch that does not apply with a generic 422.
+    assert_eq!(code, 422, "{s}");
+    assert_eq!(s["reason"], "Invalid");
     let (code, s) = api.call(
         "PATCH",
         &format!("{CMS}/{name}"),

@@ -363,4 +363,6 @@ fn conflicts_within(
 }
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;
