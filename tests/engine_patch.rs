@@ -45,7 +45,11 @@ impl Cluster {
 
     fn fails(&self, args: &[&str]) -> String {
         let out = self.run(args);
-        assert!(!out.status.success(), "kubectl {args:?} should fail: {}", text(&out));
+        assert!(
+            !out.status.success(),
+            "kubectl {args:?} should fail: {}",
+            text(&out)
+        );
         String::from_utf8_lossy(&out.stderr).into_owned()
     }
 
@@ -112,7 +116,10 @@ fn kubectl_patch_types_set_image_edit_and_replace() {
     let f = c.file("web.yaml", DEPLOY);
     c.ok(&["create", "-f", &f]);
     let d = c.json(&["get", "deploy", "web"]);
-    assert_eq!(manager(&d, "kubectl-create").unwrap()["operation"], "Update");
+    assert_eq!(
+        manager(&d, "kubectl-create").unwrap()["operation"],
+        "Update"
+    );
 
     // Strategic: containers merge by name, env by name.
     c.ok(&[
@@ -121,19 +128,36 @@ fn kubectl_patch_types_set_image_edit_and_replace() {
     ]);
     let d = c.json(&["get", "deploy", "web"]);
     let nginx = &d["spec"]["template"]["spec"]["containers"][0];
-    assert_eq!(nginx["env"], json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]));
+    assert_eq!(
+        nginx["env"],
+        json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}])
+    );
     assert_eq!(containers(&d).len(), 2);
     assert!(manager(&d, "kubectl-patch").is_some());
 
     // Strategic `$patch: delete` drops one container.
     c.ok(&[
-        "patch", "deploy", "web", "-p",
+        "patch",
+        "deploy",
+        "web",
+        "-p",
         r#"{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","$patch":"delete"}]}}}}"#,
     ]);
-    assert_eq!(containers(&c.json(&["get", "deploy", "web"])), [("nginx".into(), "nginx:1.25".into())]);
+    assert_eq!(
+        containers(&c.json(&["get", "deploy", "web"])),
+        [("nginx".into(), "nginx:1.25".into())]
+    );
 
     // Merge: labels merge, null deletes.
-    c.ok(&["patch", "deploy", "web", "--type", "merge", "-p", r#"{"metadata":{"labels":{"tier":"front","app":null}}}"#]);
+    c.ok(&[
+        "patch",
+        "deploy",
+        "web",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"metadata":{"labels":{"tier":"front","app":null}}}"#,
+    ]);
     let d = c.json(&["get", "deploy", "web"]);
     assert_eq!(d["metadata"]["labels"], json!({"tier": "front"}));
 
@@ -152,17 +176,26 @@ fn kubectl_patch_types_set_image_edit_and_replace() {
         "patch", "deploy", "web", "--type", "json", "-p",
         r#"[{"op":"replace","path":"/spec/replicas","value":7},{"op":"test","path":"/spec/replicas","value":1}]"#,
     ]);
-    assert!(err.contains("the server rejected our request due to an error in our request"), "{err}");
+    assert!(
+        err.contains("the server rejected our request due to an error in our request"),
+        "{err}"
+    );
     let d = c.json(&["get", "deploy", "web"]);
     assert_eq!(d["spec"]["replicas"], 2);
     assert_eq!(d["metadata"]["resourceVersion"], rv);
 
     // An invalid strategic patch (no merge key) is refused too.
     let err = c.fails(&[
-        "patch", "deploy", "web", "-p",
+        "patch",
+        "deploy",
+        "web",
+        "-p",
         r#"{"spec":{"template":{"spec":{"containers":[{"image":"x"}]}}}}"#,
     ]);
-    assert!(err.contains("does not contain declared merge key: name"), "{err}");
+    assert!(
+        err.contains("does not contain declared merge key: name"),
+        "{err}"
+    );
 
     // set image: a strategic patch with $setElementOrder.
     c.ok(&["set", "image", "deploy/web", "nginx=nginx:1.27"]);
@@ -171,7 +204,10 @@ fn kubectl_patch_types_set_image_edit_and_replace() {
     assert!(manager(&d, "kubectl-set").is_some());
 
     // edit, with a scripted editor.
-    let editor = c.file("editor.sh", "#!/bin/sh\nsed -i 's/replicas: 2/replicas: 4/' \"$1\"\n");
+    let editor = c.file(
+        "editor.sh",
+        "#!/bin/sh\nsed -i 's/replicas: 2/replicas: 4/' \"$1\"\n",
+    );
     std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let out = c
         .sandbox
@@ -185,9 +221,14 @@ fn kubectl_patch_types_set_image_edit_and_replace() {
     assert!(out.status.success(), "edit: {}", text(&out));
     let d = c.json(&["get", "deploy", "web"]);
     assert_eq!(d["spec"]["replicas"], 4);
-    assert_eq!(manager(&d, "kubectl-edit").unwrap()["fieldsV1"]["f:spec"]["f:replicas"], json!({}));
+    assert_eq!(
+        manager(&d, "kubectl-edit").unwrap()["fieldsV1"]["f:spec"]["f:replicas"],
+        json!({})
+    );
     assert!(
-        manager(&d, "kubectl-patch").unwrap()["fieldsV1"]["f:spec"].get("f:replicas").is_none(),
+        manager(&d, "kubectl-patch").unwrap()["fieldsV1"]["f:spec"]
+            .get("f:replicas")
+            .is_none(),
         "the edit took spec.replicas from kubectl-patch"
     );
 
@@ -199,6 +240,17 @@ fn kubectl_patch_types_set_image_edit_and_replace() {
     let d = c.json(&["get", "deploy", "web"]);
     assert_eq!(d["spec"]["replicas"], 3);
     assert!(manager(&d, "kubectl-replace").is_some());
+
+    // scale: recorded with its subresource, owning spec.replicas (taken
+    // from kubectl-replace, whose only field it was: its entry goes).
+    c.ok(&["scale", "deploy", "web", "--replicas=6"]);
+    let d = c.json(&["get", "deploy", "web"]);
+    assert_eq!(d["spec"]["replicas"], 6);
+    // kubectl scale sends no fieldManager: the manager comes from the user agent.
+    let e = manager(&d, "kubectl").unwrap();
+    assert_eq!(e["subresource"], "scale");
+    assert_eq!(e["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
+    assert!(manager(&d, "kubectl-replace").is_none());
 }
 
 const SSA: &str = r#"
@@ -217,7 +269,10 @@ fn kubectl_server_side_apply_conflicts_and_force() {
     let c = Cluster::new("ssa");
     let f = c.file("cm.yaml", SSA);
     let out = c.ok(&["apply", "--server-side", "-f", &f]);
-    assert!(out.contains("configmap/settings serverside-applied"), "{out}");
+    assert!(
+        out.contains("configmap/settings serverside-applied"),
+        "{out}"
+    );
     let first = c.json(&["get", "cm", "settings"]);
     let out = c.ok(&["apply", "--server-side", "-f", &f]);
     assert!(out.contains("serverside-applied"), "{out}");
@@ -236,18 +291,40 @@ fn kubectl_server_side_apply_conflicts_and_force() {
         "other.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  a: \"9\"\n",
     );
-    let err = c.fails(&["apply", "--server-side", "--field-manager", "ci", "-f", &other]);
+    let err = c.fails(&[
+        "apply",
+        "--server-side",
+        "--field-manager",
+        "ci",
+        "-f",
+        &other,
+    ]);
     assert!(
         err.contains("Apply failed with 1 conflict: conflict with \"kubectl\": .data.a"),
         "{err}"
     );
     assert_eq!(c.json(&["get", "cm", "settings"])["data"]["a"], "1");
-    let out = c.ok(&["apply", "--server-side", "--field-manager", "ci", "--force-conflicts", "-f", &other]);
+    let out = c.ok(&[
+        "apply",
+        "--server-side",
+        "--field-manager",
+        "ci",
+        "--force-conflicts",
+        "-f",
+        &other,
+    ]);
     assert!(out.contains("serverside-applied"), "{out}");
     let d = c.json(&["get", "cm", "settings"]);
     assert_eq!(d["data"]["a"], "9");
-    assert!(manager(&d, "kubectl").unwrap()["fieldsV1"]["f:data"].get("f:a").is_none());
-    assert_eq!(manager(&d, "ci").unwrap()["fieldsV1"]["f:data"]["f:a"], json!({}));
+    assert!(
+        manager(&d, "kubectl").unwrap()["fieldsV1"]["f:data"]
+            .get("f:a")
+            .is_none()
+    );
+    assert_eq!(
+        manager(&d, "ci").unwrap()["fieldsV1"]["f:data"]["f:a"],
+        json!({})
+    );
 
     // kubectl stops applying b: it goes (nobody else owns it); a stays (ci owns it).
     let less = c.file("less.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  labels: {owner: ops}\ndata:\n  c: \"3\"\n");
@@ -256,9 +333,22 @@ fn kubectl_server_side_apply_conflicts_and_force() {
     assert_eq!(d["data"], json!({"a": "9", "c": "3"}));
 
     // Managed fields are shown on request.
-    let yaml = c.ok(&["get", "cm", "settings", "-o", "yaml", "--show-managed-fields"]);
-    assert!(yaml.contains("managedFields:") && yaml.contains("manager: ci"), "{yaml}");
-    assert!(yaml.contains("fieldsType: FieldsV1") && yaml.contains("f:c: {}"), "{yaml}");
+    let yaml = c.ok(&[
+        "get",
+        "cm",
+        "settings",
+        "-o",
+        "yaml",
+        "--show-managed-fields",
+    ]);
+    assert!(
+        yaml.contains("managedFields:") && yaml.contains("manager: ci"),
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains("fieldsType: FieldsV1") && yaml.contains("f:c: {}"),
+        "{yaml}"
+    );
     let plain = c.ok(&["get", "cm", "settings", "-o", "yaml"]);
     assert!(!plain.contains("managedFields"), "{plain}");
 }
@@ -275,17 +365,30 @@ fn client_side_apply_migrates_to_server_side() {
     c.ok(&["apply", "--server-side", "-f", &scaled]);
     let d = c.json(&["get", "deploy", "web"]);
     assert_eq!(d["spec"]["replicas"], 3);
-    assert_eq!(manager(&d, "kubectl").unwrap()["fieldsV1"]["f:spec"]["f:replicas"], json!({}));
+    assert_eq!(
+        manager(&d, "kubectl").unwrap()["fieldsV1"]["f:spec"]["f:replicas"],
+        json!({})
+    );
     let la: Value = serde_json::from_str(
         d["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
             .as_str()
             .unwrap(),
     )
     .unwrap();
-    assert_eq!(la["spec"]["replicas"], 3, "the annotation follows the apply");
+    assert_eq!(
+        la["spec"]["replicas"], 3,
+        "the annotation follows the apply"
+    );
     // Another manager still conflicts, naming the Update manager as upstream does.
     let other = c.file("web5.yaml", &DEPLOY.replace("replicas: 1", "replicas: 5"));
-    let err = c.fails(&["apply", "--server-side", "--field-manager", "ci", "-f", &other]);
+    let err = c.fails(&[
+        "apply",
+        "--server-side",
+        "--field-manager",
+        "ci",
+        "-f",
+        &other,
+    ]);
     assert!(err.contains("conflict with \"kubectl\""), "{err}");
 }
 
@@ -346,7 +449,11 @@ async fn kube_rs_server_side_apply() {
     let scale = json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "api"}, "spec": {"replicas": 5}});
     let e = api
-        .patch("api", &PatchParams::apply("autoscaler"), &Patch::Apply(&scale))
+        .patch(
+            "api",
+            &PatchParams::apply("autoscaler"),
+            &Patch::Apply(&scale),
+        )
         .await
         .unwrap_err();
     let (code, reason, message) = api_error(e);
@@ -356,7 +463,11 @@ async fn kube_rs_server_side_apply() {
         "Apply failed with 1 conflict: conflict with \"deployer\": .spec.replicas"
     );
     let d = api
-        .patch("api", &PatchParams::apply("autoscaler").force(), &Patch::Apply(&scale))
+        .patch(
+            "api",
+            &PatchParams::apply("autoscaler").force(),
+            &Patch::Apply(&scale),
+        )
         .await
         .unwrap();
     assert_eq!(d.spec.as_ref().unwrap().replicas, Some(5));
@@ -365,18 +476,29 @@ async fn kube_rs_server_side_apply() {
     let mut other = cfg.clone();
     other["metadata"]["name"] = json!("zzz");
     let (code, _, message) = api_error(
-        api.patch("api", &PatchParams::apply("deployer"), &Patch::Apply(&other))
-            .await
-            .unwrap_err(),
+        api.patch(
+            "api",
+            &PatchParams::apply("deployer"),
+            &Patch::Apply(&other),
+        )
+        .await
+        .unwrap_err(),
     );
     assert_eq!(code, 400);
-    assert_eq!(message, "the name of the object (zzz) does not match the name on the URL (api)");
+    assert_eq!(
+        message,
+        "the name of the object (zzz) does not match the name on the URL (api)"
+    );
     let mut wrong_kind = cfg.clone();
     wrong_kind["apiVersion"] = json!("apps/v1beta1");
     let (code, _, _) = api_error(
-        api.patch("api", &PatchParams::apply("deployer"), &Patch::Apply(&wrong_kind))
-            .await
-            .unwrap_err(),
+        api.patch(
+            "api",
+            &PatchParams::apply("deployer"),
+            &Patch::Apply(&wrong_kind),
+        )
+        .await
+        .unwrap_err(),
     );
     assert_eq!(code, 400);
 
@@ -389,7 +511,11 @@ async fn kube_rs_server_side_apply() {
         .unwrap()
         .remove("env");
     let d = api
-        .patch("api", &PatchParams::apply("deployer"), &Patch::Apply(&fewer))
+        .patch(
+            "api",
+            &PatchParams::apply("deployer"),
+            &Patch::Apply(&fewer),
+        )
         .await
         .unwrap();
     let spec = d.spec.unwrap();

@@ -227,9 +227,7 @@ impl ResponseError for ApiError {
             ApiError::Gone(_) => StatusCode::GONE,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Internal(_) | ApiError::Unclassified(_) => {
-                StatusCode::INTERNAL_SERVER_ERROR
-            }
+            ApiError::Internal(_) | ApiError::Unclassified(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::PatchRejected => StatusCode::UNPROCESSABLE_ENTITY,
         }
     }

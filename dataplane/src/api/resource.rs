@@ -51,6 +51,16 @@ enum Sub {
     Scale,
 }
 
+impl Sub {
+    /// The subresource's name in the URL and in `managedFields`.
+    fn name(self) -> &'static str {
+        match self {
+            Sub::Status => "status",
+            Sub::Scale => "scale",
+        }
+    }
+}
+
 impl Operation {
     /// The verb an operation needs in the type's verb list.
     fn verb(self) -> &'static str {
@@ -699,7 +709,8 @@ impl Handler<'_> {
     fn update_sub(&self, sub: Sub, body: Value) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
         let current = self.current(&key)?;
-        let next = self.unview(sub, &current, &body)?;
+        let mut next = self.unview(sub, &current, &body)?;
+        self.track_sub(sub.name(), &current, &mut next);
         let updated = self.store.update(&key, next, &Preconditions::default())?;
         Ok(HttpResponse::Ok().json(self.view(sub, &updated)))
     }
@@ -725,6 +736,7 @@ impl Handler<'_> {
             {
                 m.remove("resourceVersion");
             }
+            self.track_sub(sub.name(), current, &mut next);
             Ok(next)
         })?;
         Ok(HttpResponse::Ok().json(self.view(sub, &updated)))

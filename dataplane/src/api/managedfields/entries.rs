@@ -96,13 +96,20 @@ pub fn decode(object: &Value) -> Vec<Entry> {
 pub fn encode(object: &mut Value, mut entries: Vec<Entry>) {
     entries.retain(|e| !e.fields.is_empty());
     entries.sort_by(|a, b| {
-        (a.operation, &a.time, &a.manager, &a.api_version, &a.subresource).cmp(&(
-            b.operation,
-            &b.time,
-            &b.manager,
-            &b.api_version,
-            &b.subresource,
-        ))
+        (
+            a.operation,
+            &a.time,
+            &a.manager,
+            &a.api_version,
+            &a.subresource,
+        )
+            .cmp(&(
+                b.operation,
+                &b.time,
+                &b.manager,
+                &b.api_version,
+                &b.subresource,
+            ))
     });
     let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
         return;

@@ -48,6 +48,9 @@ pub struct Writer<'a> {
     /// Whether `status` is written only through the status subresource, so
     /// managers of the main resource never own it.
     pub status_subresource: bool,
+    /// The subresource written through (`status`, `scale`), if any: its
+    /// managers own only what it shows of the object.
+    pub subresource: Option<&'a str>,
 }
 
 /// One field another manager owns.
@@ -116,6 +119,13 @@ impl From<ManagedFieldsError> for ApiError {
 /// meta and the metadata the server owns (and `status` when a subresource
 /// writes it).
 fn tracked(object: &Value, w: &Writer) -> Value {
+    match w.subresource {
+        Some("status") => {
+            return json!({ "status": object.get("status").cloned().unwrap_or(Value::Null) });
+        }
+        Some("scale") => return json!({ "spec": { "replicas": object["spec"]["replicas"] } }),
+        _ => {}
+    }
     let mut v = object.clone();
     if let Some(m) = v.as_object_mut() {
         m.remove("apiVersion");
@@ -192,7 +202,8 @@ pub fn track_update(old: Option<&Value>, new: &mut Value, w: &Writer) {
     // The entries the request carries win (clients may edit them; `[{}]`
     // resets them); absent or empty, the live object's stay.
     let sent = new["metadata"]["managedFields"].as_array();
-    let reset = sent.is_some_and(|l| l.len() == 1 && l[0].as_object().is_some_and(|m| m.is_empty()));
+    let reset =
+        sent.is_some_and(|l| l.len() == 1 && l[0].as_object().is_some_and(|m| m.is_empty()));
     let mut managers = if reset {
         Vec::new()
     } else {
@@ -213,7 +224,7 @@ pub fn track_update(old: Option<&Value>, new: &mut Value, w: &Writer) {
     if !took.is_empty() {
         let at = managers
             .iter()
-            .position(|e| e.is(w.manager, Operation::Update, None));
+            .position(|e| e.is(w.manager, Operation::Update, w.subresource));
         let entry = match at {
             Some(i) => &mut managers[i],
             None => {
@@ -222,7 +233,7 @@ pub fn track_update(old: Option<&Value>, new: &mut Value, w: &Writer) {
                     operation: Operation::Update,
                     api_version: w.api_version.clone(),
                     time: None,
-                    subresource: None,
+                    subresource: w.subresource.map(str::to_owned),
                     fields: FieldSet::new(),
                 });
                 let last = managers.len() - 1;
@@ -328,9 +339,7 @@ pub fn apply(
     if !c.is_empty() || entry.time.is_none() {
         entry.time = Some(w.now.clone());
     }
-    if w.manager == KUBECTL
-        && live_obj["metadata"]["annotations"][LAST_APPLIED].is_string()
-    {
+    if w.manager == KUBECTL && live_obj["metadata"]["annotations"][LAST_APPLIED].is_string() {
         // Keep the client-side apply annotation in step with what kubectl applies.
         let mut la = config.clone();
         if let Some(a) = la["metadata"]["annotations"].as_object_mut() {
@@ -353,8 +362,7 @@ fn conflicts_within(
     let changed = c.modified.union(&c.added);
     managers.iter().enumerate().all(|(i, e)| {
         Some(i) == skip
-            || e
-                .fields
+            || e.fields
                 .intersection(&changed)
                 .members()
                 .iter()

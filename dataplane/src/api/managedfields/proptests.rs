@@ -16,6 +16,7 @@ fn writer(now: &str) -> Writer<'static> {
         now: now.into(),
         schema: openapi::definitions().get("io.k8s.api.apps.v1.Deployment"),
         status_subresource: true,
+        subresource: None,
     }
 }
 
@@ -31,7 +32,10 @@ fn containers() -> impl Strategy<Value = Vec<Container>> {
         prop::sample::select(vec!["a", "b", "c", "d"]),
         (
             prop::collection::btree_set(
-                (prop::sample::select(vec![80i64, 443]), prop::sample::select(vec!["TCP", "UDP"])),
+                (
+                    prop::sample::select(vec![80i64, 443]),
+                    prop::sample::select(vec!["TCP", "UDP"]),
+                ),
                 0..4,
             ),
             prop::collection::btree_set(prop::sample::select(vec!["X", "Y", "Z"]), 0..3),
@@ -62,7 +66,11 @@ fn config(cs: &[Container]) -> Value {
                     .collect();
             }
             if !c.env.is_empty() {
-                v["env"] = c.env.iter().map(|n| json!({"name": n, "value": n})).collect();
+                v["env"] = c
+                    .env
+                    .iter()
+                    .map(|n| json!({"name": n, "value": n}))
+                    .collect();
             }
             v
         })

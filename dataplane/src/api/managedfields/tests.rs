@@ -12,6 +12,7 @@ fn writer(manager: &str, now: &str) -> Writer<'static> {
         now: now.into(),
         schema: openapi::definitions().get("io.k8s.api.apps.v1.Deployment"),
         status_subresource: true,
+        subresource: None,
     }
 }
 
@@ -48,7 +49,13 @@ fn apply_creates_then_reapply_is_a_no_op() {
 #[test]
 fn second_manager_conflicts_then_forces() {
     let w = writer("kubectl", "2026-01-01T00:00:00Z");
-    let live = apply(None, &deploy(2, json!([{"name": "c", "image": "nginx:1"}])), &w, false).unwrap();
+    let live = apply(
+        None,
+        &deploy(2, json!([{"name": "c", "image": "nginx:1"}])),
+        &w,
+        false,
+    )
+    .unwrap();
     let other = writer("ci", "2026-01-01T00:01:00Z");
     let cfg = json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "web"}, "spec": {"replicas": 5}});
@@ -64,8 +71,15 @@ fn second_manager_conflicts_then_forces() {
     assert_eq!(s["details"]["causes"][0]["field"], ".spec.replicas");
     let forced = apply(Some(&live), &cfg, &other, true).unwrap();
     assert_eq!(forced["spec"]["replicas"], 5);
-    assert!(entry(&forced, "kubectl").unwrap()["fieldsV1"]["f:spec"].get("f:replicas").is_none());
-    assert_eq!(entry(&forced, "ci").unwrap()["fieldsV1"]["f:spec"]["f:replicas"], json!({}));
+    assert!(
+        entry(&forced, "kubectl").unwrap()["fieldsV1"]["f:spec"]
+            .get("f:replicas")
+            .is_none()
+    );
+    assert_eq!(
+        entry(&forced, "ci").unwrap()["fieldsV1"]["f:spec"]["f:replicas"],
+        json!({})
+    );
 }
 
 #[test]
@@ -73,14 +87,32 @@ fn dropped_fields_are_pruned_unless_owned() {
     let w = writer("a", "2026-01-01T00:00:00Z");
     let two = json!([{"name": "c", "image": "i"}, {"name": "d", "image": "j"}]);
     let live = apply(None, &deploy(1, two), &w, false).unwrap();
-    let one = apply(Some(&live), &deploy(1, json!([{"name": "c", "image": "i"}])), &w, false).unwrap();
-    let names: Vec<&Value> = one["spec"]["template"]["spec"]["containers"].as_array().unwrap().iter().map(|c| &c["name"]).collect();
+    let one = apply(
+        Some(&live),
+        &deploy(1, json!([{"name": "c", "image": "i"}])),
+        &w,
+        false,
+    )
+    .unwrap();
+    let names: Vec<&Value> = one["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["name"])
+        .collect();
     assert_eq!(names, [&json!("c")]);
     // An Update manager's label stays when the applier drops its own.
     let mut edited = one.clone();
     edited["metadata"]["labels"]["team"] = json!("x");
-    track_update(Some(&one), &mut edited, &writer("kubectl-edit", "2026-01-01T00:02:00Z"));
-    assert_eq!(entry(&edited, "kubectl-edit").unwrap()["operation"], "Update");
+    track_update(
+        Some(&one),
+        &mut edited,
+        &writer("kubectl-edit", "2026-01-01T00:02:00Z"),
+    );
+    assert_eq!(
+        entry(&edited, "kubectl-edit").unwrap()["operation"],
+        "Update"
+    );
     let mut cfg = deploy(1, json!([{"name": "c", "image": "i"}]));
     cfg["metadata"]["labels"] = json!({"team": "x"});
     let after = apply(Some(&edited), &cfg, &w, false).unwrap();
@@ -90,14 +122,33 @@ fn dropped_fields_are_pruned_unless_owned() {
 #[test]
 fn updates_record_their_manager_and_before_first_apply() {
     let mut created = deploy(1, json!([{"name": "c", "image": "i"}]));
-    track_update(None, &mut created, &writer("kubectl-create", "2026-01-01T00:00:00Z"));
+    track_update(
+        None,
+        &mut created,
+        &writer("kubectl-create", "2026-01-01T00:00:00Z"),
+    );
     let e = entry(&created, "kubectl-create").unwrap();
-    assert_eq!(e["fieldsV1"]["f:metadata"]["f:labels"], json!({".": {}, "f:app": {}}));
-    assert!(e["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"c\"}"]["."].is_object());
+    assert_eq!(
+        e["fieldsV1"]["f:metadata"]["f:labels"],
+        json!({".": {}, "f:app": {}})
+    );
+    assert!(
+        e["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"c\"}"]["."]
+            .is_object()
+    );
     // No managed fields yet: the first apply gives what exists to before-first-apply.
     let mut bare = created.clone();
-    bare["metadata"].as_object_mut().unwrap().remove("managedFields");
-    let applied = apply(Some(&bare), &deploy(3, json!([{"name": "c", "image": "i"}])), &writer("mgr", "t"), true).unwrap();
+    bare["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("managedFields");
+    let applied = apply(
+        Some(&bare),
+        &deploy(3, json!([{"name": "c", "image": "i"}])),
+        &writer("mgr", "t"),
+        true,
+    )
+    .unwrap();
     assert!(entry(&applied, BEFORE_FIRST_APPLY).is_some());
     assert_eq!(applied["spec"]["replicas"], 3);
 }
@@ -108,12 +159,20 @@ fn client_side_apply_migrates_to_kubectl() {
     let la = serde_json::to_string(&live).unwrap();
     live["metadata"]["annotations"] = json!({LAST_APPLIED: la});
     let mut stored = live.clone();
-    track_update(None, &mut stored, &writer("kubectl-client-side-apply", "t0"));
+    track_update(
+        None,
+        &mut stored,
+        &writer("kubectl-client-side-apply", "t0"),
+    );
     let cfg = deploy(4, json!([{"name": "c", "image": "i"}]));
     let migrated = apply(Some(&stored), &cfg, &writer("kubectl", "t1"), false).unwrap();
     assert_eq!(migrated["spec"]["replicas"], 4);
     let err = apply(Some(&stored), &cfg, &writer("other", "t1"), false).unwrap_err();
-    assert!(err.to_string().contains("conflict with \"kubectl-client-side-apply\" using apps/v1: .spec.replicas"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("conflict with \"kubectl-client-side-apply\" using apps/v1: .spec.replicas"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -122,6 +181,8 @@ fn managed_fields_in_config_are_refused() {
     cfg["metadata"]["managedFields"] = json!([]);
     assert_eq!(
         apply(None, &cfg, &writer("a", "t"), false),
-        Err(ManagedFieldsError::BadRequest("metadata.managedFields must be nil".into()))
+        Err(ManagedFieldsError::BadRequest(
+            "metadata.managedFields must be nil".into()
+        ))
     );
 }

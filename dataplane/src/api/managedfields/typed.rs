@@ -45,9 +45,7 @@ pub enum Shape {
 }
 
 fn str_ext<'a>(s: &'a Value, r: &'a Value, name: &str) -> Option<&'a str> {
-    s.get(name)
-        .or_else(|| r.get(name))
-        .and_then(Value::as_str)
+    s.get(name).or_else(|| r.get(name)).and_then(Value::as_str)
 }
 
 /// The shape of `value` under property schema `schema`.
@@ -91,7 +89,12 @@ fn list_type(s: &Value, r: &Value) -> ListType {
                 .get("x-kubernetes-list-map-keys")
                 .or_else(|| r.get("x-kubernetes-list-map-keys"))
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
                 .unwrap_or_default();
             return ListType::Map(keys);
         }
@@ -275,14 +278,27 @@ fn cmp(
             let rm = r.and_then(Value::as_object).unwrap_or(&empty);
             for k in lm.keys().chain(rm.keys().filter(|k| !lm.contains_key(*k))) {
                 path.push(field(k));
-                cmp(lm.get(k), rm.get(k), child_schema(schema, k), false, path, c);
+                cmp(
+                    lm.get(k),
+                    rm.get(k),
+                    child_schema(schema, k),
+                    false,
+                    path,
+                    c,
+                );
                 path.pop();
             }
         }
         Shape::List(lt) => {
             let is = items(schema);
-            let la = l.and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
-            let ra = r.and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
+            let la = l
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            let ra = r
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
             let li = index_items(lt, la, is);
             let ri = index_items(lt, ra, is);
             fn find<'v>(set: &[(Element, &'v Value)], e: &Element) -> Option<&'v Value> {
@@ -368,7 +384,11 @@ fn strip_nulls(v: &Value) -> Value {
 fn merge_items(li: &[(Element, &Value)], ri: &[(Element, &Value)], is: Schema) -> Vec<Value> {
     let in_r = |e: &Element| ri.iter().find(|(x, _)| x == e).map(|(_, v)| *v);
     let in_l = |e: &Element| li.iter().find(|(x, _)| x == e).map(|(_, v)| *v);
-    let shared: Vec<&Element> = ri.iter().map(|(e, _)| e).filter(|e| in_l(e).is_some()).collect();
+    let shared: Vec<&Element> = ri
+        .iter()
+        .map(|(e, _)| e)
+        .filter(|e| in_l(e).is_some())
+        .collect();
     let mut next_shared = 0;
     let mut out = Vec::with_capacity(li.len().max(ri.len()));
     let (mut a, mut b) = (0, 0);
@@ -418,7 +438,9 @@ pub fn remove(value: &mut Value, set: &FieldSet, keep: &FieldSet, schema: Schema
         Shape::Struct { .. } | Shape::Map { .. } => {
             let Value::Object(m) = value else { return };
             for (e, member, below) in set.entries() {
-                let Some(name) = e.strip_prefix("f:") else { continue };
+                let Some(name) = e.strip_prefix("f:") else {
+                    continue;
+                };
                 let keep_below = keep.subtree(std::slice::from_ref(e));
                 let kept = keep.contains(std::slice::from_ref(e))
                     || keep_below.is_some_and(|k| !k.is_empty());
@@ -429,7 +451,12 @@ pub fn remove(value: &mut Value, set: &FieldSet, keep: &FieldSet, schema: Schema
                 let empty = FieldSet::new();
                 if let Some(child) = m.get_mut(name) {
                     let was_empty = is_empty_container(Some(child));
-                    remove(child, below, keep_below.unwrap_or(&empty), child_schema(schema, name));
+                    remove(
+                        child,
+                        below,
+                        keep_below.unwrap_or(&empty),
+                        child_schema(schema, name),
+                    );
                     if !was_empty && is_empty_container(Some(child)) && !kept {
                         m.remove(name);
                     }
@@ -448,7 +475,9 @@ pub fn remove(value: &mut Value, set: &FieldSet, keep: &FieldSet, schema: Schema
             let empty = FieldSet::new();
             for (i, item) in a.iter_mut().enumerate() {
                 let e = &elements[i];
-                let Some(below) = set.subtree(std::slice::from_ref(e)) else { continue };
+                let Some(below) = set.subtree(std::slice::from_ref(e)) else {
+                    continue;
+                };
                 let keep_below = keep.subtree(std::slice::from_ref(e)).unwrap_or(&empty);
                 let kept = keep.contains(std::slice::from_ref(e)) || !keep_below.is_empty();
                 if set.contains(std::slice::from_ref(e)) && !kept {
@@ -491,7 +520,11 @@ mod tests {
                     "ports": [{"containerPort": 80}]}]}}}});
         let s = to_field_set(&cfg, deployment()).to_fields_v1();
         assert_eq!(s["f:metadata"]["f:labels"], json!({"f:app": {}}));
-        assert_eq!(s["f:spec"]["f:selector"], json!({}), "LabelSelector is an atomic map");
+        assert_eq!(
+            s["f:spec"]["f:selector"],
+            json!({}),
+            "LabelSelector is an atomic map"
+        );
         let c = &s["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"c\"}"];
         assert_eq!(c["."], json!({}));
         assert_eq!(
@@ -516,7 +549,13 @@ mod tests {
         assert_eq!(names, ["c", "a", "b"]);
         let c = compare(&live, &merged, deployment());
         assert!(c.modified.contains(&[field("spec"), field("replicas")]));
-        let cpath = [field("spec"), field("template"), field("spec"), field("containers"), "k:{\"name\":\"c\"}".into()];
+        let cpath = [
+            field("spec"),
+            field("template"),
+            field("spec"),
+            field("containers"),
+            "k:{\"name\":\"c\"}".into(),
+        ];
         assert!(c.added.contains(&cpath));
         assert!(c.removed.is_empty());
     }

@@ -73,7 +73,9 @@ fn add(doc: &mut Value, path: &str, value: Value) -> Result<(), PatchError> {
                 a.len()
             } else {
                 index(last).filter(|i| *i <= a.len()).ok_or_else(|| {
-                    does_not_apply(format!("add operation does not apply: index out of range: {path:?}"))
+                    does_not_apply(format!(
+                        "add operation does not apply: index out of range: {path:?}"
+                    ))
                 })?
             };
             a.insert(i, value);
@@ -89,8 +91,11 @@ fn add(doc: &mut Value, path: &str, value: Value) -> Result<(), PatchError> {
 
 fn remove(doc: &mut Value, path: &str, op: &str) -> Result<Value, PatchError> {
     let toks = tokens(path)?;
-    let missing =
-        || does_not_apply(format!("{op} operation does not apply: doc is missing path: {path:?}"));
+    let missing = || {
+        does_not_apply(format!(
+            "{op} operation does not apply: doc is missing path: {path:?}"
+        ))
+    };
     let Some((last, parents)) = toks.split_last() else {
         return Err(missing());
     };

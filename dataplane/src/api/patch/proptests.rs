@@ -49,7 +49,11 @@ fn to_json(list: &[(String, Model)]) -> Value {
     )
 }
 
-fn upsert<K: PartialEq + Clone, V: Clone>(list: &mut Vec<(K, V)>, k: &K, f: impl FnOnce(Option<&V>) -> V) {
+fn upsert<K: PartialEq + Clone, V: Clone>(
+    list: &mut Vec<(K, V)>,
+    k: &K,
+    f: impl FnOnce(Option<&V>) -> V,
+) {
     match list.iter_mut().find(|(x, _)| x == k) {
         Some((_, v)) => *v = f(Some(v)),
         None => list.push((k.clone(), f(None))),
@@ -57,7 +61,10 @@ fn upsert<K: PartialEq + Clone, V: Clone>(list: &mut Vec<(K, V)>, k: &K, f: impl
 }
 
 /// The model of upstream's strategic merge for these lists.
-fn model_patch(live: &[(String, Model)], patch: &[(String, Option<Model>)]) -> Vec<(String, Model)> {
+fn model_patch(
+    live: &[(String, Model)],
+    patch: &[(String, Option<Model>)],
+) -> Vec<(String, Model)> {
     let mut out = live.to_vec();
     for (name, item) in patch {
         match item {
@@ -95,13 +102,29 @@ fn unique<K: Ord + Clone, V>(items: Vec<(K, V)>) -> Vec<(K, V)> {
 fn container() -> impl Strategy<Value = Model> {
     (
         prop::option::of(prop::sample::select(vec!["nginx:1", "nginx:2", "busybox"])),
-        prop::collection::vec((prop::sample::select(vec![80i64, 443, 8080]), prop::sample::select(vec!["TCP", "UDP"])), 0..3),
-        prop::collection::vec((prop::sample::select(vec!["A", "B", "C"]), prop::sample::select(vec!["1", "2"])), 0..3),
+        prop::collection::vec(
+            (
+                prop::sample::select(vec![80i64, 443, 8080]),
+                prop::sample::select(vec!["TCP", "UDP"]),
+            ),
+            0..3,
+        ),
+        prop::collection::vec(
+            (
+                prop::sample::select(vec!["A", "B", "C"]),
+                prop::sample::select(vec!["1", "2"]),
+            ),
+            0..3,
+        ),
     )
         .prop_map(|(image, ports, env)| Model {
             image: image.map(str::to_owned),
             ports: unique(ports.into_iter().map(|(p, s)| (p, s.to_owned())).collect()),
-            env: unique(env.into_iter().map(|(n, v)| (n.to_owned(), v.to_owned())).collect()),
+            env: unique(
+                env.into_iter()
+                    .map(|(n, v)| (n.to_owned(), v.to_owned()))
+                    .collect(),
+            ),
         })
 }
 

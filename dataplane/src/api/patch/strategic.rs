@@ -112,7 +112,11 @@ pub fn list_merge(field: Schema) -> ListMerge {
     }
 }
 
-fn merge_map(t: &mut Map<String, Value>, p: &Map<String, Value>, schema: Schema) -> Result<Outcome, PatchError> {
+fn merge_map(
+    t: &mut Map<String, Value>,
+    p: &Map<String, Value>,
+    schema: Schema,
+) -> Result<Outcome, PatchError> {
     match p.get(PATCH) {
         None => {}
         Some(Value::String(d)) if d == "merge" => {}
@@ -138,9 +142,9 @@ fn merge_map(t: &mut Map<String, Value>, p: &Map<String, Value>, schema: Schema)
             .as_array()
             .and_then(|a| a.iter().map(Value::as_str).collect::<Option<Vec<_>>>())
             .ok_or_else(|| PatchError::Malformed("invalid patch format of retainKeys".into()))?;
-        let content_outside = p.iter().any(|(k, v)| {
-            !k.starts_with('$') && !v.is_null() && !keys.contains(&k.as_str())
-        });
+        let content_outside = p
+            .iter()
+            .any(|(k, v)| !k.starts_with('$') && !v.is_null() && !keys.contains(&k.as_str()));
         if content_outside {
             return Err(PatchError::DoesNotApply(
                 "patch content doesn't match retainKeys list".into(),
@@ -208,9 +212,15 @@ fn merge_map(t: &mut Map<String, Value>, p: &Map<String, Value>, schema: Schema)
 }
 
 /// Merges patch `items` into the current list `cur` as the field's strategy says.
-fn merge_list(cur: Option<&Value>, items: &[Value], field: Schema) -> Result<Vec<Value>, PatchError> {
+fn merge_list(
+    cur: Option<&Value>,
+    items: &[Value],
+    field: Schema,
+) -> Result<Vec<Value>, PatchError> {
     if items.iter().any(Value::is_array) {
-        return Err(PatchError::DoesNotApply("lists of lists are not supported".into()));
+        return Err(PatchError::DoesNotApply(
+            "lists of lists are not supported".into(),
+        ));
     }
     let item_schema = field.and_then(|f| f.get("items"));
     let mut list = match cur {
@@ -219,9 +229,9 @@ fn merge_list(cur: Option<&Value>, items: &[Value], field: Schema) -> Result<Vec
     };
     // `{"$patch": "replace"}` among the items: the rest replace the list.
     let directive = |item: &Value| item.get(PATCH).and_then(Value::as_str).map(str::to_owned);
-    let replace = items
-        .iter()
-        .any(|i| i.as_object().is_some_and(|m| m.len() == 1) && directive(i).as_deref() == Some("replace"));
+    let replace = items.iter().any(|i| {
+        i.as_object().is_some_and(|m| m.len() == 1) && directive(i).as_deref() == Some("replace")
+    });
     if replace {
         list.clear();
     }
@@ -357,19 +367,22 @@ mod tests {
             {"name": "b", "image": "b:1"}
         ]}}}});
         let p = json!({"spec": {"template": {"spec": {
-            "$setElementOrder/containers": [{"name": "c"}, {"name": "a"}],
-            "containers": [
-                {"name": "a", "image": "a:2", "env": [{"name": "Y", "value": "2"}]},
-                {"name": "b", "$patch": "delete"},
-                {"name": "c", "image": "c:1"}
-            ]}}}});
+        "$setElementOrder/containers": [{"name": "c"}, {"name": "a"}],
+        "containers": [
+            {"name": "a", "image": "a:2", "env": [{"name": "Y", "value": "2"}]},
+            {"name": "b", "$patch": "delete"},
+            {"name": "c", "image": "c:1"}
+        ]}}}});
         apply(&mut d, &p, deployment()).unwrap();
         let c = &d["spec"]["template"]["spec"]["containers"];
         assert_eq!(c.as_array().unwrap().len(), 2);
         assert_eq!(c[0]["name"], "c");
         assert_eq!(c[1]["image"], "a:2");
         assert_eq!(c[1]["ports"][0]["containerPort"], 80);
-        assert_eq!(c[1]["env"], json!([{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}]));
+        assert_eq!(
+            c[1]["env"],
+            json!([{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}])
+        );
     }
 
     #[test]
@@ -388,7 +401,12 @@ mod tests {
         .unwrap();
         assert_eq!(f["metadata"]["finalizers"], json!(["a", "b"]));
         assert_eq!(f["metadata"]["labels"], json!({"z": "3"}));
-        apply(&mut f, &json!({"metadata": {"labels": {"$patch": "delete"}}}), schema).unwrap();
+        apply(
+            &mut f,
+            &json!({"metadata": {"labels": {"$patch": "delete"}}}),
+            schema,
+        )
+        .unwrap();
         assert!(f["metadata"].get("labels").is_none());
     }
 
@@ -404,25 +422,47 @@ mod tests {
         )
         .unwrap();
         assert_eq!(d["spec"]["strategy"], json!({"type": "Recreate"}));
-        assert_eq!(d["spec"]["template"]["spec"]["containers"], json!([{"name": "z"}]));
+        assert_eq!(
+            d["spec"]["template"]["spec"]["containers"],
+            json!([{"name": "z"}])
+        );
     }
 
     #[test]
     fn invalid_patches_answer_as_upstream() {
         let before = json!({"spec": {"template": {"spec": {"containers": [{"name": "a"}]}}}});
         let cases = [
-            (json!({"spec": {"template": {"spec": {"containers": [{"image": "x"}]}}}}),
-             PatchError::Unclassified("map: map[image:x] does not contain declared merge key: name".into())),
-            (json!({"spec": {"$patch": "frob"}}),
-             PatchError::Unclassified("unknown patch type: frob in map: map[$patch:frob]".into())),
-            (json!({"spec": {"$retainKeys": ["a"], "b": 1}}),
-             PatchError::DoesNotApply("patch content doesn't match retainKeys list".into())),
-            (json!({"spec": {"$retainKeys": "a"}}),
-             PatchError::Malformed("invalid patch format of retainKeys".into())),
-            (json!({"spec": {"$setElementOrder/x": 1}}),
-             PatchError::Malformed("invalid patch format of setElementOrder list".into())),
-            (json!([1]),
-             PatchError::Malformed("json: cannot unmarshal array into Go value of type map[string]interface {}".into())),
+            (
+                json!({"spec": {"template": {"spec": {"containers": [{"image": "x"}]}}}}),
+                PatchError::Unclassified(
+                    "map: map[image:x] does not contain declared merge key: name".into(),
+                ),
+            ),
+            (
+                json!({"spec": {"$patch": "frob"}}),
+                PatchError::Unclassified(
+                    "unknown patch type: frob in map: map[$patch:frob]".into(),
+                ),
+            ),
+            (
+                json!({"spec": {"$retainKeys": ["a"], "b": 1}}),
+                PatchError::DoesNotApply("patch content doesn't match retainKeys list".into()),
+            ),
+            (
+                json!({"spec": {"$retainKeys": "a"}}),
+                PatchError::Malformed("invalid patch format of retainKeys".into()),
+            ),
+            (
+                json!({"spec": {"$setElementOrder/x": 1}}),
+                PatchError::Malformed("invalid patch format of setElementOrder list".into()),
+            ),
+            (
+                json!([1]),
+                PatchError::Malformed(
+                    "json: cannot unmarshal array into Go value of type map[string]interface {}"
+                        .into(),
+                ),
+            ),
         ];
         for (patch, want) in cases {
             let mut d = before.clone();

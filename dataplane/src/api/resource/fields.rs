@@ -58,7 +58,15 @@ impl Handler<'_> {
                 .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             schema: openapi::definitions().get(&rt.definition),
             status_subresource: has_sub(rt, "status"),
+            subresource: None,
         }
+    }
+
+    /// Records an Update through subresource `sub` (`status`, `scale`).
+    pub(super) fn track_sub(&self, sub: &str, old: &Value, new: &mut Value) {
+        let mut w = self.writer();
+        w.subresource = Some(sub);
+        managedfields::track_update(Some(old), new, &w);
     }
 
     /// Records an Update by this request's manager on `new`.
@@ -119,7 +127,8 @@ impl Handler<'_> {
         let status_sub = has_sub(self.rt(), "status");
         let pinned = config["metadata"]["resourceVersion"].clone();
         let mut created = managedfields::apply(None, &config, &w, force)?;
-        if status_sub && self.rt().kind != "Namespace"
+        if status_sub
+            && self.rt().kind != "Namespace"
             && let Some(m) = created.as_object_mut()
         {
             m.remove("status");
@@ -150,4 +159,3 @@ impl Handler<'_> {
         self.respond(code, &object)
     }
 }
-
