@@ -521,4 +521,39 @@ async fn kube_rs_server_side_apply() {
     let spec = d.spec.unwrap();
     assert_eq!(spec.replicas, Some(5));
     assert!(spec.template.spec.unwrap().containers[0].env.is_none());
+
+    // Apply through the status subresource: its own entry, status only.
+    use k8s_openapi::api::core::v1::Service;
+    let svcs: Api<Service> = Api::namespaced(kube_client(&c).await, "default");
+    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "lb"},
+        "spec": {"ports": [{"port": 80}], "selector": {"app": "api"}}});
+    svcs.patch("lb", &PatchParams::apply("deployer"), &Patch::Apply(&svc))
+        .await
+        .unwrap();
+    let status = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "lb"},
+        "spec": {"ports": [{"port": 9999}]},
+        "status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.9"}]}}});
+    let s = svcs
+        .patch_status(
+            "lb",
+            &PatchParams::apply("lb-controller"),
+            &Patch::Apply(&status),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        s.spec.as_ref().unwrap().ports.as_ref().unwrap()[0].port,
+        80,
+        "spec untouched"
+    );
+    let ingress = s.status.unwrap().load_balancer.unwrap().ingress.unwrap();
+    assert_eq!(ingress[0].ip.as_deref(), Some("10.0.0.9"));
+    let mf = s.metadata.managed_fields.unwrap();
+    let e = mf
+        .iter()
+        .find(|e| e.manager.as_deref() == Some("lb-controller"))
+        .unwrap();
+    assert_eq!(e.subresource.as_deref(), Some("status"));
+    assert_eq!(e.operation.as_deref(), Some("Apply"));
+    assert!(e.fields_v1.as_ref().unwrap().0.get("f:spec").is_none());
 }

@@ -6,7 +6,9 @@
 //!   certificate from that cluster's CA; all of them served by one [`Engine`].
 //! - [`engine`]: the shared engine: routes every request of every cluster.
 //! - [`api`]: the API machinery over HTTP: discovery, OpenAPI, the generic
-//!   verbs, selectors, patch, watch, Table output; one file per concern.
+//!   verbs, selectors, watch, Table output; one file per concern; the patch
+//!   types in `api/patch/` (JSON, merge, strategic) and field management with
+//!   server-side apply in `api/managedfields/`.
 //! - [`resources`]: the resource registry: every type served, with its metadata.
 //! - [`store`]: the versioned object store of each cluster, behind a trait.
 //! - [`nodes`]: the Node objects of each cluster's node pools.

@@ -718,8 +718,19 @@ impl Handler<'_> {
     fn patch_sub(&self, sub: Sub, kind: PatchType, body: &[u8]) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
         let schema = openapi::definitions().get(&self.rt().definition);
-        let patch = request::decode_json(body)?;
+        let patch = match kind {
+            PatchType::Apply => request::decode_yaml(body)?,
+            _ => request::decode_json(body)?,
+        };
+        self.check_patch_options(kind)?;
         let (_, updated) = self.modify(&key, None, |current| {
+            if kind == PatchType::Apply && sub == Sub::Status {
+                let mut next = self.apply_status(current, &patch)?;
+                if let Some(m) = next["metadata"].as_object_mut() {
+                    m.remove("resourceVersion");
+                }
+                return Ok(next);
+            }
             let mut view = self.view(sub, current);
             let rv = view["metadata"]["resourceVersion"].take();
             let schema = match sub {

@@ -291,7 +291,7 @@ pub fn apply(
     let applied = typed::to_field_set(&tracked(config, w), w.schema);
     let me = match managers
         .iter()
-        .position(|e| e.is(w.manager, Operation::Apply, None))
+        .position(|e| e.is(w.manager, Operation::Apply, w.subresource))
     {
         Some(i) => i,
         None => {
@@ -300,7 +300,7 @@ pub fn apply(
                 operation: Operation::Apply,
                 api_version: w.api_version.clone(),
                 time: None,
-                subresource: None,
+                subresource: w.subresource.map(str::to_owned),
                 fields: FieldSet::new(),
             });
             managers.len() - 1
