@@ -7,7 +7,7 @@
 //!
 //! Run with `cargo bench -p kemu-dataplane --bench managedfields`.
 
-use kemu_dataplane::api::managedfields::{Writer, apply, track_update};
+use kemu_dataplane::api::managedfields::{Writer, apply, track_update, typed};
 use kemu_dataplane::api::openapi;
 use kemu_shared::SystemClock;
 use serde_json::{Value, json};
@@ -75,6 +75,18 @@ fn main() {
                 "clone only (baseline)",
                 time(iters, || {
                     std::hint::black_box(v2.clone());
+                }),
+            ),
+            (
+                "field set of the object",
+                time(iters, || {
+                    std::hint::black_box(typed::to_field_set(&v1, w.schema));
+                }),
+            ),
+            (
+                "compare two versions",
+                time(iters, || {
+                    std::hint::black_box(typed::compare(&v1, &v2, w.schema));
                 }),
             ),
         ];
