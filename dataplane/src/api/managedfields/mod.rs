@@ -217,7 +217,13 @@ pub fn track_update(old: Option<&Value>, new: &mut Value, w: &Writer) {
     let empty = json!({});
     let old_view = old.map_or(empty, |o| tracked(o, w));
     let new_view = tracked(new, w);
-    let c = typed::compare(&old_view, &new_view, w.schema);
+    // A write that changes no tracked field (a status-only or no-op write)
+    // skips the walk.
+    let c = if old_view == new_view {
+        typed::Comparison::default()
+    } else {
+        typed::compare(&old_view, &new_view, w.schema)
+    };
     // Forced: an update never conflicts.
     let _ = update(&mut managers, None, &c, true);
     let took = c.modified.union(&c.added);
