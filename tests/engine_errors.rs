@@ -214,7 +214,9 @@ fn bad_requests_get_upstream_statuses_and_store_nothing() {
         "application/json-patch+json",
         br#"[{"op":"remove","path":"/data/nope"}]"#.to_vec(),
     );
-    assert_eq!(code, 400, "{s}");
+    // Upstream answers a JSON patch that does not apply with a generic 422.
+    assert_eq!(code, 422, "{s}");
+    assert_eq!(s["reason"], "Invalid");
     let (code, s) = api.call(
         "PATCH",
         &format!("{CMS}/{name}"),
@@ -223,6 +225,41 @@ fn bad_requests_get_upstream_statuses_and_store_nothing() {
     );
     assert_eq!(code, 200, "{s}");
     assert_eq!(s["data"], json!({"k": "v", "n": "1"}));
+    // Server-side apply without a field manager, and force on a non-apply patch:
+    // upstream's PatchOptions validation.
+    let (code, s) = api.call(
+        "PATCH",
+        &format!("{CMS}/{name}"),
+        "application/apply-patch+yaml",
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n".to_vec(),
+    );
+    assert_eq!(code, 422, "{s}");
+    assert_eq!(
+        s["message"],
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
+    );
+    assert_eq!(s["details"]["causes"][0]["field"], "fieldManager");
+    let (code, s) = api.call(
+        "PATCH",
+        &format!("{CMS}/{name}?force=true"),
+        "application/merge-patch+json",
+        b"{}".to_vec(),
+    );
+    assert_eq!(code, 422, "{s}");
+    assert_eq!(s["details"]["causes"][0]["field"], "force");
+    // An invalid strategic merge patch: a plain 500 as upstream, nothing stored.
+    let (code, s) = api.call(
+        "PATCH",
+        &format!("{CMS}/{name}"),
+        "application/strategic-merge-patch+json",
+        br#"{"metadata":{"$patch":"frob"}}"#.to_vec(),
+    );
+    assert_eq!(code, 500, "{s}");
+    assert!(s.get("reason").is_none(), "{s}");
+    assert_eq!(
+        s["message"],
+        "unknown patch type: frob in map: map[$patch:frob]"
+    );
 }
 
 #[test]

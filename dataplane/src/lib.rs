@@ -6,8 +6,10 @@
 //!   certificate from that cluster's CA; all of them served by one [`Engine`].
 //! - [`engine`]: the shared engine: routes every request of every cluster.
 //! - [`api`]: the API machinery over HTTP: discovery, OpenAPI, the generic
-//!   verbs, selectors, patch, watch, Table output, deletion answers, write
-//!   options (`dryRun`), field validation; one file per concern.
+//!   verbs, selectors, watch, Table output, deletion answers, write options
+//!   (`dryRun`), field validation; one file per concern; the patch types in
+//!   `api/patch/` (JSON, merge, strategic) and field management with
+//!   server-side apply in `api/managedfields/`.
 //! - [`resources`]: the resource registry: every type served, with its metadata.
 //! - [`store`]: the versioned object store of each cluster, behind a trait;
 //!   what a DELETE does to an object is one pure plan (`store::deletion`).

@@ -62,7 +62,7 @@ enum Sub {
 }
 
 impl Sub {
-    /// The subresource's name on the URL.
+    /// The subresource's name in the URL and in `managedFields`.
     fn name(self) -> &'static str {
         match self {
             Sub::Status => "status",
@@ -890,10 +890,11 @@ impl Handler<'_> {
         let current = self.current(&key)?;
         let mut next = self.unview(sub, &current, &body)?;
         custom_strategy::prepare_update(self.rt(), &mut next, &current, UnknownFields::Drop)?;
-        let next = self
+        let mut next = self
             .admission(sub.name())
             .admit(Admit::Update, next, Some(&current))
             .await?;
+        self.track_sub(sub.name(), &current, &mut next);
         let updated = self.store.update(&key, next, &Preconditions::default())?;
         Ok(HttpResponse::Ok().json(self.view(sub, &updated)))
     }
@@ -906,9 +907,20 @@ impl Handler<'_> {
     ) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
         let schema = openapi::definitions().get(&self.rt().definition);
-        let patch = request::decode_json(body)?;
+        let patch = match kind {
+            PatchType::Apply => request::decode_yaml(body)?,
+            _ => request::decode_json(body)?,
+        };
+        self.check_patch_options(kind)?;
         let (_, updated) = self
             .modify(&key, sub.name(), None, |current| {
+                if kind == PatchType::Apply && sub == Sub::Status {
+                    let mut next = self.apply_status(current, &patch)?;
+                    if let Some(m) = next["metadata"].as_object_mut() {
+                        m.remove("resourceVersion");
+                    }
+                    return Ok(next);
+                }
                 let mut view = self.view(sub, current);
                 let rv = view["metadata"]["resourceVersion"].take();
                 let schema = match sub {
@@ -925,6 +937,7 @@ impl Handler<'_> {
                 {
                     m.remove("resourceVersion");
                 }
+                self.track_sub(sub.name(), current, &mut next);
                 Ok(next)
             })
             .await?;

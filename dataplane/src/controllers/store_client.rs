@@ -138,6 +138,13 @@ impl StoreClient {
             }
             object["apiVersion"] = json!(kind.api_version);
             object["kind"] = json!(kind.kind);
+            // A write that carries no managed fields keeps the live ones, as
+            // upstream's field manager does.
+            if object["metadata"].get("managedFields").is_none()
+                && let Some(mf) = current["metadata"].get("managedFields")
+            {
+                object["metadata"]["managedFields"] = mf.clone();
+            }
             object
         };
         self.store

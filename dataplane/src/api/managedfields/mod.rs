@@ -48,6 +48,9 @@ pub struct Writer<'a> {
     /// Whether `status` is written only through the status subresource, so
     /// managers of the main resource never own it.
     pub status_subresource: bool,
+    /// The subresource written through (`status`, `scale`), if any: its
+    /// managers own only what it shows of the object.
+    pub subresource: Option<&'a str>,
 }
 
 /// One field another manager owns.
@@ -116,6 +119,13 @@ impl From<ManagedFieldsError> for ApiError {
 /// meta and the metadata the server owns (and `status` when a subresource
 /// writes it).
 fn tracked(object: &Value, w: &Writer) -> Value {
+    match w.subresource {
+        Some("status") => {
+            return json!({ "status": object.get("status").cloned().unwrap_or(Value::Null) });
+        }
+        Some("scale") => return json!({ "spec": { "replicas": object["spec"]["replicas"] } }),
+        _ => {}
+    }
     let mut v = object.clone();
     if let Some(m) = v.as_object_mut() {
         m.remove("apiVersion");
@@ -207,14 +217,20 @@ pub fn track_update(old: Option<&Value>, new: &mut Value, w: &Writer) {
     let empty = json!({});
     let old_view = old.map_or(empty, |o| tracked(o, w));
     let new_view = tracked(new, w);
-    let c = typed::compare(&old_view, &new_view, w.schema);
+    // A write that changes no tracked field (a status-only or no-op write)
+    // skips the walk.
+    let c = if old_view == new_view {
+        typed::Comparison::default()
+    } else {
+        typed::compare(&old_view, &new_view, w.schema)
+    };
     // Forced: an update never conflicts.
     let _ = update(&mut managers, None, &c, true);
     let took = c.modified.union(&c.added);
     if !took.is_empty() {
         let at = managers
             .iter()
-            .position(|e| e.is(w.manager, Operation::Update, None));
+            .position(|e| e.is(w.manager, Operation::Update, w.subresource));
         let entry = match at {
             Some(i) => &mut managers[i],
             None => {
@@ -223,7 +239,7 @@ pub fn track_update(old: Option<&Value>, new: &mut Value, w: &Writer) {
                     operation: Operation::Update,
                     api_version: w.api_version.clone(),
                     time: None,
-                    subresource: None,
+                    subresource: w.subresource.map(str::to_owned),
                     fields: FieldSet::new(),
                 });
                 let last = managers.len() - 1;
@@ -281,7 +297,7 @@ pub fn apply(
     let applied = typed::to_field_set(&tracked(config, w), w.schema);
     let me = match managers
         .iter()
-        .position(|e| e.is(w.manager, Operation::Apply, None))
+        .position(|e| e.is(w.manager, Operation::Apply, w.subresource))
     {
         Some(i) => i,
         None => {
@@ -290,7 +306,7 @@ pub fn apply(
                 operation: Operation::Apply,
                 api_version: w.api_version.clone(),
                 time: None,
-                subresource: None,
+                subresource: w.subresource.map(str::to_owned),
                 fields: FieldSet::new(),
             });
             managers.len() - 1
@@ -360,5 +376,7 @@ fn conflicts_within(
     })
 }
 
+#[cfg(test)]
+mod proptests;
 #[cfg(test)]
 mod tests;

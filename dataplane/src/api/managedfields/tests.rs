@@ -12,6 +12,7 @@ fn writer(manager: &str, now: &str) -> Writer<'static> {
         now: now.into(),
         schema: openapi::definitions().get("io.k8s.api.apps.v1.Deployment"),
         status_subresource: true,
+        subresource: None,
     }
 }
 

@@ -5,8 +5,6 @@
 //! without a list type the patch merge key, as upstream does for built-ins).
 //! Values without a schema are deduced: objects granular, lists atomic.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Map, Value};
 
 use super::fieldset::{Element, FieldSet, Path, field};
@@ -128,22 +126,39 @@ fn declared(schema: Schema, key: &str) -> bool {
 pub fn item_element(list: &ListType, index: usize, item: &Value, item_schema: Schema) -> Element {
     match (list, item) {
         (ListType::Map(keys), Value::Object(m)) if !keys.is_empty() => {
-            let mut k = BTreeMap::new();
-            for key in keys {
-                let v = m.get(key).cloned().or_else(|| {
-                    // A key field left out takes its default, as upstream's
-                    // converter reads it from the schema; the v2 definitions
-                    // lack the one key default built-ins have (a port's protocol).
-                    child_schema(item_schema, key)
-                        .and_then(|s| s.get("default").cloned())
-                        .or_else(|| (key == "protocol").then(|| Value::from("TCP")))
-                });
-                if let Some(v) = v {
-                    k.insert(key.clone(), v);
+            // `k:{…}` with the keys sorted, written directly (this runs for
+            // every item of every associative list on each write).
+            let mut sorted: Vec<&String> = keys.iter().collect();
+            sorted.sort();
+            let mut out = String::from("k:{");
+            let mut first = true;
+            for key in sorted {
+                let default;
+                let v = match m.get(key) {
+                    Some(v) => v,
+                    None => {
+                        // A key field left out takes its default, as upstream's
+                        // converter reads it from the schema; the v2 definitions
+                        // lack the one key default built-ins have (a port's protocol).
+                        default = child_schema(item_schema, key)
+                            .and_then(|s| s.get("default").cloned())
+                            .or_else(|| (key == "protocol").then(|| Value::from("TCP")));
+                        match &default {
+                            Some(d) => d,
+                            None => continue,
+                        }
+                    }
+                };
+                if !first {
+                    out.push(',');
                 }
+                first = false;
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                out.push_str(&v.to_string());
             }
-            let obj: Map<String, Value> = k.into_iter().collect();
-            format!("k:{}", Value::Object(obj))
+            out.push('}');
+            out
         }
         (ListType::Set, v) => format!("v:{v}"),
         _ => format!("i:{index}"),
@@ -156,10 +171,11 @@ fn index_items<'a>(
     items: &'a [Value],
     item_schema: Schema,
 ) -> Vec<(Element, &'a Value)> {
+    let mut seen = std::collections::HashSet::with_capacity(items.len());
     let mut out: Vec<(Element, &Value)> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let e = item_element(list, i, item, item_schema);
-        if !out.iter().any(|(x, _)| *x == e) {
+        if seen.insert(e.clone()) {
             out.push((e, item));
         }
     }

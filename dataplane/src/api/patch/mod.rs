@@ -13,6 +13,9 @@ pub mod json;
 pub mod merge;
 pub mod strategic;
 
+#[cfg(test)]
+mod proptests;
+
 pub use merge::merge;
 
 /// The patch type, from the request's Content-Type.

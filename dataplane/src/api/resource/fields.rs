@@ -58,7 +58,15 @@ impl Handler<'_> {
                 .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             schema: openapi::definitions().get(&rt.definition),
             status_subresource: has_sub(rt, "status"),
+            subresource: None,
         }
+    }
+
+    /// Records an Update through subresource `sub` (`status`, `scale`).
+    pub(super) fn track_sub(&self, sub: &str, old: &Value, new: &mut Value) {
+        let mut w = self.writer();
+        w.subresource = Some(sub);
+        managedfields::track_update(Some(old), new, &w);
     }
 
     /// Records an Update by this request's manager on `new`.
@@ -69,24 +77,20 @@ impl Handler<'_> {
     /// `force` and `fieldManager` as upstream validates `PatchOptions`.
     pub(super) fn check_patch_options(&self, kind: PatchType) -> Result<(), ApiError> {
         let force = self.params.get("force").is_some();
-        match kind {
-            PatchType::Apply => {
-                if self.params.get("fieldManager").is_none_or(str::is_empty) {
-                    return Err(invalid_options(
-                        "fieldManager",
-                        "FieldValueRequired",
-                        "Required value: is required for apply patch",
-                    ));
-                }
-            }
-            _ if force => {
-                return Err(invalid_options(
-                    "force",
-                    "FieldValueForbidden",
-                    "Forbidden: may not be specified for non-apply patch",
-                ));
-            }
-            _ => {}
+        let apply = kind == PatchType::Apply;
+        if apply && self.params.get("fieldManager").is_none_or(str::is_empty) {
+            return Err(invalid_options(
+                "fieldManager",
+                "FieldValueRequired",
+                "Required value: is required for apply patch",
+            ));
+        }
+        if !apply && force {
+            return Err(invalid_options(
+                "force",
+                "FieldValueForbidden",
+                "Forbidden: may not be specified for non-apply patch",
+            ));
         }
         if self.field_manager.len() > MAX_MANAGER {
             return Err(invalid_options(
@@ -151,5 +155,27 @@ impl Handler<'_> {
             StatusCode::OK
         };
         self.respond(code, &object)
+    }
+
+    /// Server-side apply through the status subresource: the manager owns
+    /// what it applies of `status`; nothing else of the object changes.
+    pub(super) fn apply_status(&self, current: &Value, config: &Value) -> Result<Value, ApiError> {
+        let mut w = self.writer();
+        w.subresource = Some("status");
+        let mut config = config.clone();
+        if let Some(m) = config.as_object_mut() {
+            // Only status is written here; the rest of the body is ignored.
+            m.retain(|k, _| matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status"));
+        }
+        let merged = managedfields::apply(Some(current), &config, &w, self.params.flag("force"))?;
+        let mut next = current.clone();
+        next["status"] = merged.get("status").cloned().unwrap_or(Value::Null);
+        next["metadata"]["managedFields"] = merged["metadata"]["managedFields"].clone();
+        if next["metadata"]["managedFields"].is_null()
+            && let Some(m) = next["metadata"].as_object_mut()
+        {
+            m.remove("managedFields");
+        }
+        Ok(next)
     }
 }
