@@ -532,11 +532,19 @@ impl Handler<'_> {
         ))
     }
 
-    /// Checks a body's type meta and namespace against the request.
+    /// Checks a body's type meta and namespace against the request, then
+    /// gives it the request's namespace (upstream's `BeforeCreate` does, so
+    /// strategies see where the object lives).
     fn check_body(&self, body: &mut Value) -> Result<(), ApiError> {
         let rt = self.rt();
         validation::check_type_meta(rt, body, &rt.kind, &rt.api_version())?;
-        validation::check_namespace(body, self.scope.namespace.as_deref())
+        validation::check_namespace(body, self.scope.namespace.as_deref())?;
+        if let Some(ns) = &self.scope.namespace
+            && body["metadata"].is_object()
+        {
+            body["metadata"]["namespace"] = json!(ns);
+        }
+        Ok(())
     }
 
     /// The admission chain of a write to the object (`subresource` "") or
