@@ -137,7 +137,14 @@ fn quota_and_limit_range_answer_as_upstream() {
             + "\": pods \"big\" is forbidden: exceeded quota: compute, requested: requests.cpu=800m, used: requests.cpu=300m, limited: requests.cpu=1"
     );
     // A server-side dry run is admitted the same way and charges nothing.
-    c.ok(&["run", "dry", "--image=nginx", "-n", "team", "--dry-run=server"]);
+    c.ok(&[
+        "run",
+        "dry",
+        "--image=nginx",
+        "-n",
+        "team",
+        "--dry-run=server",
+    ]);
 
     c.ok(&["run", "two", "--image=nginx", "-n", "team"]);
     assert_eq!(
@@ -157,7 +164,11 @@ fn quota_and_limit_range_answer_as_upstream() {
             .collect()
     };
     assert_eq!(row("pods"), ["pods", "2", "2"], "{described}");
-    assert_eq!(row("requests.cpu"), ["requests.cpu", "600m", "1"], "{described}");
+    assert_eq!(
+        row("requests.cpu"),
+        ["requests.cpu", "600m", "1"],
+        "{described}"
+    );
 
     // Deleting a pod frees its share: the controller recalculates.
     c.ok(&["delete", "pod", "two", "-n", "team", "--wait=false"]);
@@ -212,11 +223,10 @@ fn serve_webhook(ca: &ClusterCa, now: chrono::DateTime<chrono::Utc>) -> u16 {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         actix_rt::System::new().block_on(async move {
-            let server =
-                HttpServer::new(|| App::new().route("/{path}", web::post().to(review)))
-                    .workers(1)
-                    .bind_rustls_0_23(("127.0.0.1", 0), tls)
-                    .expect("bind");
+            let server = HttpServer::new(|| App::new().route("/{path}", web::post().to(review)))
+                .workers(1)
+                .bind_rustls_0_23(("127.0.0.1", 0), tls)
+                .expect("bind");
             tx.send(server.addrs()[0].port()).expect("send port");
             server.run().await.expect("run");
         });
@@ -347,9 +357,10 @@ fn webhooks_mutate_refuse_and_fail_as_configured() {
         "--from-literal=a=b",
     ]);
     assert!(
-        failed == format!(
-            "error: failed to create secret Internal error occurred: failed calling webhook \"down.kemu.test\": failed to call webhook: Post \"https://127.0.0.1:{dead}/validate?timeout=2s\": dial tcp 127.0.0.1:{dead}: connect: connection refused"
-        ),
+        failed
+            == format!(
+                "error: failed to create secret Internal error occurred: failed calling webhook \"down.kemu.test\": failed to call webhook: Post \"https://127.0.0.1:{dead}/validate?timeout=2s\": dial tcp 127.0.0.1:{dead}: connect: connection refused"
+            ),
         "{failed}"
     );
     assert!(

@@ -12,10 +12,10 @@ mod eks_support;
 
 use common::{Sandbox, text};
 use eks_support::{Aws, blocking, start};
+use kemu::Kemu;
 use kemu::shared::kubeconfig::{self, UserAuth};
 use kemu::shared::pki::ClusterCa;
 use kemu::shared::{OwnerScope, advertise};
-use kemu::{Clock, Kemu};
 
 const ACCOUNT: &str = "000000000000";
 
@@ -177,7 +177,13 @@ fn flow(kemu: &Kemu, sandbox: &Sandbox, endpoint: &str) {
     assert_eq!(
         refused(
             &admin,
-            &["--token", "k8s-aws-v1.not-a-token", "create", "namespace", "evil"]
+            &[
+                "--token",
+                "k8s-aws-v1.not-a-token",
+                "create",
+                "namespace",
+                "evil"
+            ]
         ),
         "error: You must be logged in to the server (Unauthorized)"
     );

@@ -106,12 +106,12 @@ impl Admission<'_> {
             let ns_object = (!ns.is_empty())
                 .then(|| self.get(NAMESPACES, "", ns))
                 .flatten();
-            namespace::admit(op, group, resource, &name, ns, ns_object.as_ref()).map_err(
-                |r| match r {
+            namespace::admit(op, group, resource, &name, ns, ns_object.as_ref()).map_err(|r| {
+                match r {
                     namespace::Refusal::NotFound(e) => e,
                     namespace::Refusal::Forbidden(f) => f.into(),
-                },
-            )?;
+                }
+            })?;
         }
         let limit_ranges = if self.is_main() && !ns.is_empty() {
             self.objects(LIMIT_RANGES, ns)
@@ -227,11 +227,12 @@ impl Admission<'_> {
             let charged = quota::admit(op, group, resource, object, old, &quotas)?;
             let mut conflict = false;
             for q in charged {
-                let name = q["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+                let name = q["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
                 let pre = Preconditions {
-                    resource_version: q["metadata"]["resourceVersion"]
-                        .as_str()
-                        .map(str::to_owned),
+                    resource_version: q["metadata"]["resourceVersion"].as_str().map(str::to_owned),
                     uid: None,
                 };
                 match self
@@ -323,7 +324,9 @@ impl Admission<'_> {
                 webhook::interpret(&hook, &response, &uid, object.as_ref(), mutating)
             });
             match outcome {
-                Ok(webhook::Outcome::Allowed { object: patched, .. }) => {
+                Ok(webhook::Outcome::Allowed {
+                    object: patched, ..
+                }) => {
                     if mutating && object.is_some() {
                         object = patched;
                     }

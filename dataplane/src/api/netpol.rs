@@ -68,8 +68,12 @@ fn side(store: &dyn Store, body: &Value, side: &str) -> Result<(Value, Value), A
             "Required value: the Pod's namespace",
         )
     })?;
-    let pod = at("pod")
-        .ok_or_else(|| invalid(&format!("spec.{side}.pod"), "Required value: the Pod's name"))?;
+    let pod = at("pod").ok_or_else(|| {
+        invalid(
+            &format!("spec.{side}.pod"),
+            "Required value: the Pod's name",
+        )
+    })?;
     let not_found = |kind: &str, name: &str| {
         ApiError::ObjectNotFound(Target {
             name: name.to_owned(),
@@ -103,7 +107,12 @@ async fn create(req: HttpRequest, payload: web::Payload) -> Result<HttpResponse,
     let port = match &body["spec"]["port"] {
         Value::Number(n) => n.to_string(),
         Value::String(s) if !s.is_empty() => s.clone(),
-        _ => return Err(invalid("spec.port", "Required value: a port number or name")),
+        _ => {
+            return Err(invalid(
+                "spec.port",
+                "Required value: a port number or name",
+            ));
+        }
     };
     let protocol = body["spec"]["protocol"]
         .as_str()

@@ -541,35 +541,35 @@ impl Handler<'_> {
         let create = (kind == PatchType::Apply).then_some(&patch);
         let (code, object) = self
             .modify(&key, "", create, |current| {
-            let mut next = current.clone();
-            next["metadata"]["resourceVersion"] = Value::Null;
-            patch::apply(kind, &mut next, &patch, schema)?;
-            if next["metadata"]["resourceVersion"].is_null()
-                && let Some(m) = next["metadata"].as_object_mut()
-            {
-                m.remove("resourceVersion");
-            }
-            if let Some(n) = next["metadata"]["name"].as_str()
-                && n != key.name
-            {
-                return Err(ApiError::BadRequest(format!(
-                    "the name of the object ({n}) does not match the name on the URL ({})",
-                    key.name
-                )));
-            }
-            if status_sub {
-                match current.get("status") {
-                    Some(s) => next["status"] = s.clone(),
-                    None => {
-                        if let Some(m) = next.as_object_mut() {
-                            m.remove("status");
+                let mut next = current.clone();
+                next["metadata"]["resourceVersion"] = Value::Null;
+                patch::apply(kind, &mut next, &patch, schema)?;
+                if next["metadata"]["resourceVersion"].is_null()
+                    && let Some(m) = next["metadata"].as_object_mut()
+                {
+                    m.remove("resourceVersion");
+                }
+                if let Some(n) = next["metadata"]["name"].as_str()
+                    && n != key.name
+                {
+                    return Err(ApiError::BadRequest(format!(
+                        "the name of the object ({n}) does not match the name on the URL ({})",
+                        key.name
+                    )));
+                }
+                if status_sub {
+                    match current.get("status") {
+                        Some(s) => next["status"] = s.clone(),
+                        None => {
+                            if let Some(m) = next.as_object_mut() {
+                                m.remove("status");
+                            }
                         }
                     }
                 }
-            }
-            Ok(next)
-        })
-        .await?;
+                Ok(next)
+            })
+            .await?;
         self.respond(code, &object)
     }
 
@@ -741,25 +741,25 @@ impl Handler<'_> {
         let patch = request::decode_json(body)?;
         let (_, updated) = self
             .modify(&key, sub.name(), None, |current| {
-            let mut view = self.view(sub, current);
-            let rv = view["metadata"]["resourceVersion"].take();
-            let schema = match sub {
-                Sub::Status => schema,
-                Sub::Scale => openapi::definitions().get("io.k8s.api.autoscaling.v1.Scale"),
-            };
-            patch::apply(kind, &mut view, &patch, schema)?;
-            if view["metadata"]["resourceVersion"].is_null() {
-                view["metadata"]["resourceVersion"] = rv;
-            }
-            let mut next = self.unview(sub, current, &view)?;
-            if view["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"]
-                && let Some(m) = next["metadata"].as_object_mut()
-            {
-                m.remove("resourceVersion");
-            }
-            Ok(next)
-        })
-        .await?;
+                let mut view = self.view(sub, current);
+                let rv = view["metadata"]["resourceVersion"].take();
+                let schema = match sub {
+                    Sub::Status => schema,
+                    Sub::Scale => openapi::definitions().get("io.k8s.api.autoscaling.v1.Scale"),
+                };
+                patch::apply(kind, &mut view, &patch, schema)?;
+                if view["metadata"]["resourceVersion"].is_null() {
+                    view["metadata"]["resourceVersion"] = rv;
+                }
+                let mut next = self.unview(sub, current, &view)?;
+                if view["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"]
+                    && let Some(m) = next["metadata"].as_object_mut()
+                {
+                    m.remove("resourceVersion");
+                }
+                Ok(next)
+            })
+            .await?;
         Ok(HttpResponse::Ok().json(self.view(sub, &updated)))
     }
 }

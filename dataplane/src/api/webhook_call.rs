@@ -33,8 +33,7 @@ pub async fn post(hook: &Webhook, url: &str, review: &Value) -> Result<Value, St
             status.as_u16()
         ));
     }
-    serde_json::from_slice(&bytes)
-        .map_err(|e| format!("received invalid webhook response: {e}"))
+    serde_json::from_slice(&bytes).map_err(|e| format!("received invalid webhook response: {e}"))
 }
 
 fn client(hook: &Webhook) -> Result<reqwest::Client, reqwest::Error> {
@@ -94,7 +93,9 @@ mod tests {
         let err = post(&hook, &url, &json!({})).await.unwrap_err();
         assert_eq!(
             err,
-            format!("failed to call webhook: Post \"{url}\": dial tcp 127.0.0.1:{port}: connect: connection refused")
+            format!(
+                "failed to call webhook: Post \"{url}\": dial tcp 127.0.0.1:{port}: connect: connection refused"
+            )
         );
     }
 }
