@@ -183,7 +183,7 @@ pub async fn dispatch(
         Operation::Update => h.update(request::decode_object(ct, &body)?).await,
         Operation::Patch(kind) => h.patch(kind, &body).await,
         Operation::Delete => h.delete(&body).await,
-        Operation::DeleteCollection => h.delete_collection(),
+        Operation::DeleteCollection => h.delete_collection().await,
         Operation::GetSubresource(sub) => h.get_sub(sub),
         Operation::UpdateSubresource(sub) => {
             h.update_sub(sub, request::decode_object(ct, &body)?).await
@@ -625,12 +625,15 @@ impl Handler<'_> {
         })
     }
 
-    fn delete_collection(&self) -> Result<HttpResponse, ApiError> {
+    async fn delete_collection(&self) -> Result<HttpResponse, ApiError> {
         let filter = self.filter()?;
         let resource = self.scope.resource();
         let snapshot = self.store.snapshot(&resource);
+        let admission = self.admission("");
         for ((ns, name), object) in snapshot.iter(filter.namespace.as_deref(), None) {
             if filter.matches(object) {
+                // Each item is admitted as its own delete, as upstream does.
+                admission.admit_delete(object, &Value::Null).await?;
                 match self.store.delete(
                     &ObjectKey::new(&resource, ns, name),
                     &Preconditions::default(),
