@@ -1,6 +1,7 @@
 //! The admission chain every write goes through before it is stored, in
 //! kube-apiserver's order: NamespaceLifecycle, LimitRanger (mutating),
-//! ServiceAccount, mutating webhooks; then (after the engine's own checks)
+//! ServiceAccount, mutating webhooks (with their `matchConditions` in CEL);
+//! then (after the engine's own checks)
 //! the RBAC escalation check, LimitRanger (validating), validating webhooks
 //! and ResourceQuota last. The plugins are the pure functions of
 //! [`crate::authz::admission`]; this file reads what they need from the
@@ -17,7 +18,7 @@ use serde_json::{Value, json};
 use super::webhook_call;
 use crate::authz::admission::webhook::{self, Webhook};
 use crate::authz::admission::{
-    Operation, limitrange, namespace, object_name, quota, serviceaccount,
+    Operation, limitrange, match_conditions, namespace, object_name, quota, serviceaccount,
 };
 use crate::authz::{Forbidden, StoreSource, escalation};
 use crate::engine::Engine;
@@ -311,11 +312,19 @@ impl Admission<'_> {
             if !webhook::matches(&hook, &req, ns_object.as_ref()) {
                 continue;
             }
+            let uid = uuid::Uuid::new_v4().to_string();
+            let body = webhook::review(&req, &uid);
+            match match_conditions::matches(&hook, &body["request"]) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(cause) => match webhook::call_failed(&hook, &cause) {
+                    Some(status) => return Err(ApiError::Refused(Box::new(status))),
+                    None => continue,
+                },
+            }
             if let Some(message) = webhook::dry_run_refusal(&hook, &req) {
                 return Err(ApiError::BadRequest(message));
             }
-            let uid = uuid::Uuid::new_v4().to_string();
-            let body = webhook::review(&req, &uid);
             let answer = match hook.url(|ns, n| self.get(SERVICES, ns, n)) {
                 Ok(url) => webhook_call::post(&hook, &url, &body).await,
                 Err(cause) => Err(cause),
