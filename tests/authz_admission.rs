@@ -203,7 +203,8 @@ async fn review(path: web::Path<String>, body: web::Json<Value>) -> HttpResponse
             };
             let patch =
                 base64::engine::general_purpose::STANDARD.encode(patch.to_string().as_bytes());
-            json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
+            json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch,
+                   "warnings": ["labelled by the test webhook"]})
         }
         _ if request["object"]["metadata"]["labels"]["deny"].is_string() => json!({
             "uid": uid, "allowed": false,
@@ -273,8 +274,13 @@ fn webhooks_mutate_refuse_and_fail_as_configured() {
         ),
     );
 
-    // Mutation applied in the selected namespace only.
-    c.ok(&["create", "configmap", "cfg", "-n", "hooked"]);
+    // Mutation applied in the selected namespace only; its warning reaches kubectl.
+    let out = c.kubectl(&["create", "configmap", "cfg", "-n", "hooked"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "Warning: labelled by the test webhook"
+    );
     assert_eq!(
         c.ok(&[
             "get",

@@ -10,6 +10,7 @@
 //! Writes by the controllers go straight to the store (as privileged writes
 //! after admission would); only API requests are admitted.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use kemu_shared::UserInfo;
@@ -53,12 +54,28 @@ pub struct Admission<'a> {
     pub user: &'a UserInfo,
     /// `dryRun=All`.
     pub dry_run: bool,
+    /// Where the webhooks' warnings go (the response's `Warning` headers).
+    pub warnings: &'a RefCell<Vec<String>>,
 }
 
 impl From<Forbidden> for ApiError {
     fn from(f: Forbidden) -> Self {
         ApiError::Refused(Box::new(f.status()))
     }
+}
+
+/// A `Warning` header value, as kube-apiserver writes one: code 299, no
+/// agent, the text quoted.
+pub fn warning_header(text: &str) -> String {
+    let quoted: String = text
+        .chars()
+        .flat_map(|c| match c {
+            '"' | '\\' => vec!['\\', c],
+            c if c.is_control() => vec![' '],
+            c => vec![c],
+        })
+        .collect();
+    format!("299 - \"{quoted}\"")
 }
 
 fn wire_operation(op: Operation) -> &'static str {
@@ -334,8 +351,10 @@ impl Admission<'_> {
             });
             match outcome {
                 Ok(webhook::Outcome::Allowed {
-                    object: patched, ..
+                    object: patched,
+                    warnings,
                 }) => {
+                    self.warnings.borrow_mut().extend(warnings);
                     if mutating && object.is_some() {
                         object = patched;
                     }

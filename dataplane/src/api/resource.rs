@@ -3,6 +3,7 @@
 //! Generic over the [`ResourceRegistry`](crate::resources::ResourceRegistry):
 //! no per-kind handler code.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use actix_web::http::StatusCode;
@@ -11,7 +12,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
-use crate::api::admission::Admission;
+use crate::api::admission::{self, Admission};
 use crate::api::openapi;
 use crate::api::patch::{self, PatchType};
 use crate::api::request::{self, Output, Params, Scope};
@@ -163,6 +164,7 @@ pub async fn dispatch(
         scope,
         params,
         output,
+        warnings: RefCell::default(),
     };
     let body = match op {
         Operation::Create
@@ -200,6 +202,8 @@ struct Handler<'a> {
     scope: Scope,
     params: Params,
     output: Output,
+    /// Admission webhooks' warnings, sent back in `Warning` headers.
+    warnings: RefCell<Vec<String>>,
 }
 
 /// A `continue` token: where the next page starts in which snapshot.
@@ -253,7 +257,11 @@ impl Handler<'_> {
                 self.engine.registry().clock().now(),
             ),
         };
-        Ok(HttpResponse::build(status).json(body))
+        let mut response = HttpResponse::build(status);
+        for warning in self.warnings.borrow().iter() {
+            response.append_header(("Warning", admission::warning_header(warning)));
+        }
+        Ok(response.json(body))
     }
 
     fn filter(&self) -> Result<Filter, ApiError> {
@@ -409,6 +417,7 @@ impl Handler<'_> {
             namespace: self.scope.namespace.as_deref().unwrap_or_default(),
             user: &self.user,
             dry_run: self.params.get("dryRun").is_some(),
+            warnings: &self.warnings,
         }
     }
 
