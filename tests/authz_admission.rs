@@ -4,7 +4,8 @@
 //! quota` shows the usage the quota controller keeps; a LimitRange fills in
 //! container defaults; a mutating and a validating webhook, served by this
 //! test over HTTPS with its own CA (by `url` and by `service`), mutate and
-//! refuse as they answer; `failurePolicy` Ignore and Fail when a webhook is
+//! refuse as they answer, and are skipped when a `matchConditions` CEL
+//! expression does not hold; `failurePolicy` Ignore and Fail when a webhook is
 //! down.
 
 mod common;
@@ -202,7 +203,8 @@ async fn review(path: web::Path<String>, body: web::Json<Value>) -> HttpResponse
             };
             let patch =
                 base64::engine::general_purpose::STANDARD.encode(patch.to_string().as_bytes());
-            json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
+            json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch,
+                   "warnings": ["labelled by the test webhook"]})
         }
         _ if request["object"]["metadata"]["labels"]["deny"].is_string() => json!({
             "uid": uid, "allowed": false,
@@ -261,6 +263,7 @@ fn webhooks_mutate_refuse_and_fail_as_configured() {
              admissionReviewVersions: [v1]\n  sideEffects: None\n  timeoutSeconds: 5\n  \
              clientConfig: {{url: \"https://127.0.0.1:{port}/mutate\", caBundle: {bundle}}}\n  \
              namespaceSelector: {{matchLabels: {{webhooks: \"on\"}}}}\n  \
+             matchConditions: [{{name: not-skipped, expression: \"!has(object.metadata.labels) || !('skip' in object.metadata.labels)\"}}]\n  \
              rules: [{{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [configmaps]}}]\n---\n\
              apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n\
              metadata: {{name: gatekeeper}}\nwebhooks:\n- name: deny.kemu.test\n  \
@@ -271,8 +274,13 @@ fn webhooks_mutate_refuse_and_fail_as_configured() {
         ),
     );
 
-    // Mutation applied in the selected namespace only.
-    c.ok(&["create", "configmap", "cfg", "-n", "hooked"]);
+    // Mutation applied in the selected namespace only; its warning reaches kubectl.
+    let out = c.kubectl(&["create", "configmap", "cfg", "-n", "hooked"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "Warning: labelled by the test webhook"
+    );
     assert_eq!(
         c.ok(&[
             "get",
@@ -284,6 +292,23 @@ fn webhooks_mutate_refuse_and_fail_as_configured() {
             "jsonpath={.metadata.labels.mutated}"
         ]),
         "yes"
+    );
+    // A matchCondition (CEL) that does not hold skips the webhook.
+    c.apply(
+        "skipped.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: skipped, namespace: hooked, labels: {skip: \"yes\"}}\n",
+    );
+    assert_eq!(
+        c.ok(&[
+            "get",
+            "configmap",
+            "skipped",
+            "-n",
+            "hooked",
+            "-o",
+            "jsonpath={.metadata.labels}"
+        ]),
+        "{\"skip\":\"yes\"}"
     );
     c.ok(&["create", "configmap", "cfg", "-n", "plain"]);
     assert_eq!(

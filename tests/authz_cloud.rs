@@ -12,10 +12,10 @@ mod eks_support;
 
 use common::{Sandbox, text};
 use eks_support::{Aws, blocking, start};
+use kemu::Kemu;
 use kemu::shared::kubeconfig::{self, UserAuth};
 use kemu::shared::pki::ClusterCa;
 use kemu::shared::{OwnerScope, advertise};
-use kemu::{Clock, Kemu};
 
 const ACCOUNT: &str = "000000000000";
 

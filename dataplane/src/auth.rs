@@ -105,8 +105,26 @@ fn mounted(
 }
 
 fn identify(req: &ServiceRequest) -> Result<UserInfo, ApiError> {
+    let mut bad_certificate = false;
     if let Some(peer) = req.conn_data::<PeerIdentity>()
         && let Some(user) = &peer.user
+    {
+        let (engine, cluster) = mounted(req)?;
+        let record = engine
+            .registry()
+            .get(&cluster.id)
+            .map_err(|_| ApiError::ClusterGone(cluster.id.clone()))?;
+        let now = engine.registry().clock().now();
+        if !record.ca.verifies_client_cert(&peer.certificate, now) {
+            // Not this cluster's: a bearer token may still authenticate,
+            // but the caller is never anonymous.
+            tracing::info!(cluster = %record.name, %user, "client certificate rejected");
+            bad_certificate = true;
+        }
+    }
+    if let Some(peer) = req.conn_data::<PeerIdentity>()
+        && let Some(user) = &peer.user
+        && !bad_certificate
     {
         let mut groups = peer.groups.clone();
         groups.push(AUTHENTICATED.to_owned());
@@ -126,6 +144,9 @@ fn identify(req: &ServiceRequest) -> Result<UserInfo, ApiError> {
         })
         .map(str::trim);
     let Some(token) = bearer else {
+        if bad_certificate {
+            return Err(ApiError::Unauthorized);
+        }
         return Ok(UserInfo {
             username: "system:anonymous".into(),
             groups: vec!["system:unauthenticated".into()],

@@ -164,7 +164,21 @@ impl Engine {
                 let store = MemoryStore::new(self.registry.clock().clone(), StoreLimits::default());
                 authz::store_source::seed(&store, authz::bootstrap::objects().iter().cloned());
                 if record.cloud() == Cloud::Aks {
-                    authz::store_source::seed(&store, authz::cloud::aks::bootstrap_objects(&[]));
+                    // AAD admin groups are cluster admins, as on AKS.
+                    let admin_groups: Vec<String> = record
+                        .extra
+                        .pointer("/properties/aadProfile/adminGroupObjectIDs")
+                        .and_then(serde_json::Value::as_array)
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|g| g.as_str().map(str::to_owned))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    authz::store_source::seed(
+                        &store,
+                        authz::cloud::aks::bootstrap_objects(&admin_groups),
+                    );
                 }
                 if let Some(journal) = self.journal.read().clone() {
                     journal.opened(&record.id, &store.image());

@@ -7,17 +7,22 @@ use actix_tls::accept::rustls_0_23::TlsStream;
 use actix_web::dev::Extensions;
 use actix_web::rt::net::TcpStream;
 
-/// The user and groups of a verified client certificate, if one was presented.
+/// The user and groups a client certificate names, if one was presented,
+/// with the certificate itself: the TLS layer took it unverified (as
+/// kube-apiserver does), so the authenticator checks it against the
+/// cluster CA before believing it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PeerIdentity {
     /// `CN` of the certificate.
     pub user: Option<String>,
     /// Every `O` of the certificate.
     pub groups: Vec<String>,
+    /// The certificate (DER).
+    pub certificate: Vec<u8>,
 }
 
 /// `HttpServer::on_connect` callback: records the peer's certificate identity.
-/// rustls has already verified the chain against the cluster CA.
+/// rustls has checked that the client holds the certificate's key, not its chain.
 pub fn on_connect(conn: &dyn Any, ext: &mut Extensions) {
     let Some(tls) = conn.downcast_ref::<TlsStream<TcpStream>>() else {
         return;
@@ -31,10 +36,12 @@ pub fn on_connect(conn: &dyn Any, ext: &mut Extensions) {
     let identity = session
         .peer_certificates()
         .and_then(|chain| chain.first())
-        .and_then(|leaf| kemu_shared::pki::certificate_identity(leaf))
-        .map(|(user, groups)| PeerIdentity {
-            user: Some(user),
-            groups,
+        .and_then(|leaf| {
+            kemu_shared::pki::certificate_identity(leaf).map(|(user, groups)| PeerIdentity {
+                user: Some(user),
+                groups,
+                certificate: leaf.to_vec(),
+            })
         })
         .unwrap_or_default();
     ext.insert(identity);

@@ -249,20 +249,94 @@ impl ClusterCa {
                 .with_single_cert(chain, key)
                 .map_err(|e| PkiError::Tls(e.to_string()));
         }
+        let verifier = RequestClientCert(self.client_verifier()?);
+        rustls::ServerConfig::builder()
+            .with_client_cert_verifier(Arc::new(verifier))
+            .with_single_cert(chain, key)
+            .map_err(|e| PkiError::Tls(e.to_string()))
+    }
+
+    /// Whether `der` is a client certificate this CA signed, valid at `now`
+    /// (what the x509 authenticator checks before it reads CN and O).
+    pub fn verifies_client_cert(&self, der: &[u8], now: DateTime<Utc>) -> bool {
+        let Ok(verifier) = self.client_verifier() else {
+            return false;
+        };
+        let Ok(secs) = u64::try_from(now.timestamp()) else {
+            return false;
+        };
+        let at = rustls_pki_types::UnixTime::since_unix_epoch(std::time::Duration::from_secs(secs));
+        verifier
+            .verify_client_cert(&CertificateDer::from(der.to_vec()), &[], at)
+            .is_ok()
+    }
+
+    fn client_verifier(
+        &self,
+    ) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, PkiError> {
         let mut roots = rustls::RootCertStore::empty();
         for ca in CertificateDer::pem_slice_iter(self.cert_pem().as_bytes()) {
             roots
                 .add(ca.map_err(|e| PkiError::Parse(e.to_string()))?)
                 .map_err(|e| PkiError::Tls(e.to_string()))?;
         }
-        let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
+        rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
             .allow_unauthenticated()
             .build()
-            .map_err(|e| PkiError::Tls(e.to_string()))?;
-        rustls::ServerConfig::builder()
-            .with_client_cert_verifier(verifier)
-            .with_single_cert(chain, key)
             .map_err(|e| PkiError::Tls(e.to_string()))
+    }
+}
+
+/// Asks for a client certificate signed by the CA and takes any at the TLS
+/// layer, as kube-apiserver does: the handshake signature is still checked
+/// (the client holds the key), but the chain is left to the authenticator
+/// ([`ClusterCa::verifies_client_cert`]), so a certificate from another CA
+/// gets a 401 instead of a failed handshake.
+#[derive(Debug)]
+struct RequestClientCert(Arc<dyn rustls::server::danger::ClientCertVerifier>);
+
+impl rustls::server::danger::ClientCertVerifier for RequestClientCert {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        self.0.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: rustls_pki_types::UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        Ok(rustls::server::danger::ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.supported_verify_schemes()
     }
 }
 

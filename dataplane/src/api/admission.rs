@@ -1,6 +1,7 @@
 //! The admission chain every write goes through before it is stored, in
 //! kube-apiserver's order: NamespaceLifecycle, LimitRanger (mutating),
-//! ServiceAccount, mutating webhooks; then (after the engine's own checks)
+//! ServiceAccount, mutating webhooks (with their `matchConditions` in CEL);
+//! then (after the engine's own checks)
 //! the RBAC escalation check, LimitRanger (validating), validating webhooks
 //! and ResourceQuota last. The plugins are the pure functions of
 //! [`crate::authz::admission`]; this file reads what they need from the
@@ -9,6 +10,7 @@
 //! Writes by the controllers go straight to the store (as privileged writes
 //! after admission would); only API requests are admitted.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use kemu_shared::UserInfo;
@@ -17,7 +19,7 @@ use serde_json::{Value, json};
 use super::webhook_call;
 use crate::authz::admission::webhook::{self, Webhook};
 use crate::authz::admission::{
-    Operation, limitrange, namespace, object_name, quota, serviceaccount,
+    Operation, limitrange, match_conditions, namespace, object_name, quota, serviceaccount,
 };
 use crate::authz::{Forbidden, StoreSource, escalation};
 use crate::engine::Engine;
@@ -52,12 +54,28 @@ pub struct Admission<'a> {
     pub user: &'a UserInfo,
     /// `dryRun=All`.
     pub dry_run: bool,
+    /// Where the webhooks' warnings go (the response's `Warning` headers).
+    pub warnings: &'a RefCell<Vec<String>>,
 }
 
 impl From<Forbidden> for ApiError {
     fn from(f: Forbidden) -> Self {
         ApiError::Refused(Box::new(f.status()))
     }
+}
+
+/// A `Warning` header value, as kube-apiserver writes one: code 299, no
+/// agent, the text quoted.
+pub fn warning_header(text: &str) -> String {
+    let quoted: String = text
+        .chars()
+        .flat_map(|c| match c {
+            '"' | '\\' => vec!['\\', c],
+            c if c.is_control() => vec![' '],
+            c => vec![c],
+        })
+        .collect();
+    format!("299 - \"{quoted}\"")
 }
 
 fn wire_operation(op: Operation) -> &'static str {
@@ -311,11 +329,19 @@ impl Admission<'_> {
             if !webhook::matches(&hook, &req, ns_object.as_ref()) {
                 continue;
             }
+            let uid = uuid::Uuid::new_v4().to_string();
+            let body = webhook::review(&req, &uid);
+            match match_conditions::matches(&hook, &body["request"]) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(cause) => match webhook::call_failed(&hook, &cause) {
+                    Some(status) => return Err(ApiError::Refused(Box::new(status))),
+                    None => continue,
+                },
+            }
             if let Some(message) = webhook::dry_run_refusal(&hook, &req) {
                 return Err(ApiError::BadRequest(message));
             }
-            let uid = uuid::Uuid::new_v4().to_string();
-            let body = webhook::review(&req, &uid);
             let answer = match hook.url(|ns, n| self.get(SERVICES, ns, n)) {
                 Ok(url) => webhook_call::post(&hook, &url, &body).await,
                 Err(cause) => Err(cause),
@@ -325,8 +351,10 @@ impl Admission<'_> {
             });
             match outcome {
                 Ok(webhook::Outcome::Allowed {
-                    object: patched, ..
+                    object: patched,
+                    warnings,
                 }) => {
+                    self.warnings.borrow_mut().extend(warnings);
                     if mutating && object.is_some() {
                         object = patched;
                     }

@@ -4,6 +4,7 @@
 //! Generic over the [`ResourceRegistry`](crate::resources::ResourceRegistry):
 //! no per-kind handler code.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use actix_web::http::StatusCode;
@@ -223,7 +224,7 @@ pub async fn dispatch(
         Operation::Update => h.update(h.decode(ct, &body)?).await,
         Operation::Patch(kind) => h.patch(kind, &body).await,
         Operation::Delete => h.delete(ct, &body).await,
-        Operation::DeleteCollection => h.delete_collection(ct, &body),
+        Operation::DeleteCollection => h.delete_collection(ct, &body).await,
         Operation::GetSubresource(sub) => h.get_sub(sub),
         Operation::UpdateSubresource(sub) => {
             h.update_sub(sub, request::decode_object(ct, &body)?).await
@@ -558,6 +559,7 @@ impl Handler<'_> {
             namespace: self.scope.namespace.as_deref().unwrap_or_default(),
             user: &self.user,
             dry_run: self.params.get("dryRun").is_some(),
+            warnings: &self.warnings,
         }
     }
 
@@ -786,11 +788,23 @@ impl Handler<'_> {
         self.respond(answer.status, &answer.body)
     }
 
-    fn delete_collection(&self, content_type: &str, body: &[u8]) -> Result<HttpResponse, ApiError> {
+    async fn delete_collection(
+        &self,
+        content_type: &str,
+        body: &[u8],
+    ) -> Result<HttpResponse, ApiError> {
         let filter = self.filter()?;
         let req = delete::parse(&self.params, content_type, body)?;
         let clock = self.engine.registry().clock().clone();
         let snapshot = self.store.snapshot(&self.scope.resource());
+        // Each item is admitted as its own delete, as upstream does.
+        let mut admission = self.admission("");
+        admission.dry_run = req.dry_run;
+        for (_, object) in snapshot.iter(filter.namespace.as_deref(), None) {
+            if filter.matches(object) {
+                admission.admit_delete(object, &req.raw).await?;
+            }
+        }
         let list = delete::delete_collection(
             &self.store,
             &clock,

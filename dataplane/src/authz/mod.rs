@@ -47,6 +47,12 @@
 //! 5. Controllers: [`bootstrap::aggregated_rules`] is the ClusterRole
 //!    aggregation controller's computation, [`admission::quota::status`] the
 //!    ResourceQuota controller's.
+//!
+//! Where it is wired: steps 1 and 2 in [`crate::auth`], with the clouds'
+//! mapping and virtual grants from [`crate::cloud_identity`]; step 3 in
+//! [`crate::api::admission`] (webhook calls in [`crate::api::webhook_call`]);
+//! the ResourceQuota controller in [`crate::controllers::quota`]; the
+//! NetworkPolicy evaluation endpoint in [`crate::api::netpol`].
 
 pub mod admission;
 pub mod attributes;

@@ -1055,3 +1055,47 @@ async fn nodes_renew_leases_and_report_heartbeats_on_the_clock() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn resource_quota_status_follows_the_namespace() {
+    let c = Cluster::new(Duration::ZERO).await;
+    c.node("n1", "8", json!({}), json!([])).await;
+    c.create(
+        kinds::RESOURCE_QUOTA,
+        json!({"metadata": {"name": "q", "namespace": "default"},
+               "spec": {"hard": {"pods": "10", "requests.cpu": "2", "count/deployments.apps": "5"}}}),
+    )
+    .await;
+    let used = |q: &Value| q["status"]["used"].clone();
+    let q = c.get(kinds::RESOURCE_QUOTA, "default", "q").await;
+    assert_eq!(q["status"]["hard"], q["spec"]["hard"]);
+    assert_eq!(
+        used(&q),
+        json!({"pods": "0", "requests.cpu": "0", "count/deployments.apps": "0"})
+    );
+    // Objects the controllers create are not admitted: the resync counts them.
+    c.create(kinds::DEPLOYMENT, deployment("web", 3, "nginx", json!({})))
+        .await;
+    c.advance(10).await;
+    let q = c.get(kinds::RESOURCE_QUOTA, "default", "q").await;
+    assert_eq!(
+        used(&q),
+        json!({"pods": "3", "requests.cpu": "0", "count/deployments.apps": "1"})
+    );
+    // Deletions are recounted at once.
+    c.client
+        .delete(
+            kinds::DEPLOYMENT,
+            "default",
+            "web",
+            DeleteOptions::default(),
+        )
+        .await
+        .unwrap();
+    c.settle().await;
+    let q = c.get(kinds::RESOURCE_QUOTA, "default", "q").await;
+    assert_eq!(
+        used(&q),
+        json!({"pods": "0", "requests.cpu": "0", "count/deployments.apps": "0"})
+    );
+}

@@ -2,7 +2,7 @@
 //! before storing, in upstream's order. Mutating: [`namespace`]
 //! (NamespaceLifecycle, which only refuses), [`limitrange::mutate`]
 //! (container defaults), [`serviceaccount`] (default account, token volume).
-//! Mutating [`webhook`]s last. Validating: [`limitrange::validate`]
+//! Mutating [`webhook`]s last (called when their [`match_conditions`] hold). Validating: [`limitrange::validate`]
 //! (min/max/ratio), validating [`webhook`]s, then [`quota`] (object counts
 //! and compute resources against every ResourceQuota of the namespace).
 //!
@@ -10,6 +10,7 @@
 
 pub mod jsonpatch;
 pub mod limitrange;
+pub mod match_conditions;
 pub mod namespace;
 pub mod quantity;
 pub mod quota;
