@@ -33,7 +33,6 @@ use crate::resources::custom;
 use crate::resources::strategy::{self as custom_strategy, UnknownFields};
 use crate::store::{DryRun, ObjectKey, Preconditions, Snapshot, Store, WatchFrom};
 use crate::strategy;
-use std::cell::RefCell;
 
 mod fields;
 
