@@ -23,8 +23,16 @@ fn fails(dir: &Path, fixtures: &[&str]) -> String {
     let out = cmd.output().expect("run kemu");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(out.stdout.is_empty(), "printed {:?}", String::from_utf8_lossy(&out.stdout));
-    assert!(!run_dir.exists(), "a failed fixture left {}", run_dir.display());
+    assert!(
+        out.stdout.is_empty(),
+        "printed {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        !run_dir.exists(),
+        "a failed fixture left {}",
+        run_dir.display()
+    );
     stderr
 }
 
@@ -47,7 +55,10 @@ fn unknown_cloud_names_the_line() {
         "clusters:\n  - cloud: gke\n    name: a\n    project: p\n    location: us-central1-a\n  - cloud: ibm\n    name: b\n",
     );
     let err = fails(dir.path(), &["f.yaml"]);
-    has(&err, &["f.yaml:6", "unknown variant `ibm`", "`eks`, `gke`, `aks`"]);
+    has(
+        &err,
+        &["f.yaml:6", "unknown variant `ibm`", "`eks`, `gke`, `aks`"],
+    );
 }
 
 #[test]
@@ -139,7 +150,8 @@ fn unknown_kind_is_rejected() {
 #[test]
 fn duplicate_cluster_across_files_names_both_places() {
     let dir = tempfile::tempdir().unwrap();
-    let gke = "clusters:\n  - cloud: gke\n    name: web\n    project: p\n    location: us-central1-a\n";
+    let gke =
+        "clusters:\n  - cloud: gke\n    name: web\n    project: p\n    location: us-central1-a\n";
     write(dir.path(), "one.yaml", gke);
     write(dir.path(), "two.yaml", &format!("# the same again\n{gke}"));
     let err = fails(dir.path(), &["one.yaml", "two.yaml"]);
@@ -170,7 +182,14 @@ fn facade_rejection_is_reported_with_the_cloud_error() {
         "clusters:\n  - cloud: aks\n    name: a\n    subscription: s\n    resourceGroup: rg\n    location: westeurope\n    nodePools: [{name: Sys_Pool, count: 1}]\n",
     );
     let err = fails(dir.path(), &["f.yaml"]);
-    has(&err, &["f.yaml:2", "InvalidParameter", "Agent pool name 'Sys_Pool' is invalid"]);
+    has(
+        &err,
+        &[
+            "f.yaml:2",
+            "InvalidParameter",
+            "Agent pool name 'Sys_Pool' is invalid",
+        ],
+    );
 }
 
 #[test]
@@ -182,8 +201,15 @@ fn scope_fields_must_match_the_cloud() {
         "clusters:\n  - cloud: eks\n    name: a\n    project: p\n",
     );
     let err = fails(dir.path(), &["f.yaml"]);
-    has(&err, &["f.yaml:2", "`project` is not a field of eks clusters"]);
-    write(dir.path(), "g.yaml", "clusters:\n  - cloud: aks\n    name: a\n    location: x\n");
+    has(
+        &err,
+        &["f.yaml:2", "`project` is not a field of eks clusters"],
+    );
+    write(
+        dir.path(),
+        "g.yaml",
+        "clusters:\n  - cloud: aks\n    name: a\n    location: x\n",
+    );
     let err = fails(dir.path(), &["g.yaml"]);
     has(&err, &["g.yaml:2", "needs `subscription`"]);
 }

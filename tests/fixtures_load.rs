@@ -57,7 +57,11 @@ fn example_fixture_loads_and_every_cloud_cli_sees_it() {
             .unwrap()
             .iter()
             .any(|c| c["type"] == "Available" && c["status"] == "True");
-        assert!(available, "{cluster}/{deploy} not Available: {}", d["status"]);
+        assert!(
+            available,
+            "{cluster}/{deploy} not Available: {}",
+            d["status"]
+        );
         assert_eq!(d["status"]["readyReplicas"], replicas, "{}", d["status"]);
         let out = sandbox.kubectl(kubeconfig, &["get", "svc,cm", "-n", ns, "-o", "name"]);
         assert!(out.status.success(), "kubectl get svc,cm: {}", text(&out));
@@ -80,8 +84,17 @@ fn example_fixture_loads_and_every_cloud_cli_sees_it() {
     assert_eq!(shop["cluster"]["tags"]["team"], "shop");
     let kubeconfig = std::fs::read_to_string(&ready.clusters[0].kubeconfig).unwrap();
     let endpoint = shop["cluster"]["endpoint"].as_str().unwrap();
-    assert!(kubeconfig.contains(endpoint), "{endpoint} not in {kubeconfig}");
-    let groups = aws.json(&["describe-nodegroup", "--cluster-name", "shop", "--nodegroup-name", "general"]);
+    assert!(
+        kubeconfig.contains(endpoint),
+        "{endpoint} not in {kubeconfig}"
+    );
+    let groups = aws.json(&[
+        "describe-nodegroup",
+        "--cluster-name",
+        "shop",
+        "--nodegroup-name",
+        "general",
+    ]);
     assert_eq!(groups["nodegroup"]["scalingConfig"]["desiredSize"], 2);
     assert_eq!(groups["nodegroup"]["instanceTypes"][0], "m5.large");
 
