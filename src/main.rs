@@ -101,7 +101,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     // A bad fixture fails here, before the real kemu holds any state: the
     // files are checked, then loaded into a throwaway kemu.
     let fixtures = kemu::fixtures::read(&cli.fixtures, kemu_eks::DEFAULT_ACCOUNT)?;
+    if !fixtures.is_empty() && cli.no_dataplane {
+        anyhow::bail!(
+            "--fixture needs the data plane: its manifests are applied through each cluster's API (drop --no-dataplane)"
+        );
+    }
     if !fixtures.is_empty() {
+        tracing::info!(
+            clusters = fixtures.len(),
+            "checking the fixtures in a throwaway kemu"
+        );
         let scratch = builder()?
             .dataplane(true)
             .aks_config(kemu_aks::AksConfig::default())
@@ -124,6 +133,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         },
     )?;
     if !fixtures.is_empty() {
+        tracing::info!(clusters = fixtures.len(), "loading the fixtures");
         let kemu = running.kemu().clone();
         running.ready.clusters = kemu::fixtures::load(
             &kemu,
