@@ -2,6 +2,10 @@
 //!
 //! - `process → ready line`: spawn the release `kemu` binary on free ports and
 //!   read its ready line from stdout.
+//! - `… with the example fixture`: the same with `--fixture
+//!   fixtures/examples/multi-cloud.yaml` (three clusters, seven nodes, eleven
+//!   objects, checked in a throwaway kemu, then created through the facades,
+//!   applied and reconciled before the ready line).
 //! - `build → first /version`: in one process, start the engine, register a
 //!   cluster (its CA, listener and serving certificate are made on the way) and
 //!   get `/version` over TLS verified against the cluster CA.
@@ -15,27 +19,19 @@ use std::time::Duration;
 use kemu::SystemClock;
 
 const RUNS: usize = 30;
+/// Runs of the start-up with the example fixture (each takes longer).
+const FIXTURE_RUNS: usize = 10;
 
 fn main() {
     kemu::shared::pki::install_crypto_provider();
     let binary = release_binary();
-    let mut ready = Vec::new();
-    for _ in 0..RUNS {
-        let start = SystemClock::instant();
-        let mut child = Command::new(&binary)
-            .args(["--eks-port", "0", "--gke-port", "0", "--aks-port", "0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn kemu");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        ready.push(start.elapsed());
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    let mut ready: Vec<Duration> = (0..RUNS).map(|_| time_to_ready(&binary, &[])).collect();
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/examples/multi-cloud.yaml");
+    let example = example.to_str().unwrap().to_owned();
+    let mut fixture: Vec<Duration> = (0..FIXTURE_RUNS)
+        .map(|_| time_to_ready(&binary, &["--fixture", &example]))
+        .collect();
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -75,18 +71,48 @@ fn main() {
         runtime.block_on(kemu.shutdown());
     }
 
-    println!("| figure ({RUNS} runs, release) | min | median | max |");
-    println!("|---|---|---|---|");
+    println!("| figure (release) | runs | min | median | max |");
+    println!("|---|---|---|---|---|");
     row("process start → ready line", &mut ready);
+    row(
+        "process start → ready line, example fixture (3 clouds, reconciled)",
+        &mut fixture,
+    );
     row("engine build → first TLS /version", &mut first_version);
     row("cluster create (CA + listener)", &mut create_only);
+}
+
+/// Spawns the binary on free ports with `extra` arguments and times its ready
+/// line; its run dir is a temporary one, removed after.
+fn time_to_ready(binary: &std::path::Path, extra: &[&str]) -> Duration {
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let start = SystemClock::instant();
+    let mut child = Command::new(binary)
+        .args(["--eks-port", "0", "--gke-port", "0", "--aks-port", "0"])
+        .arg("--run-dir")
+        .arg(run_dir.path())
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn kemu");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let elapsed = start.elapsed();
+    assert!(line.contains("\"ready\""), "no ready line: {line}");
+    let _ = child.kill();
+    let _ = child.wait();
+    elapsed
 }
 
 fn row(name: &str, samples: &mut [Duration]) {
     samples.sort();
     let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1000.0);
     println!(
-        "| {name} | {} | {} | {} |",
+        "| {name} | {} | {} | {} | {} |",
+        samples.len(),
         ms(samples[0]),
         ms(samples[samples.len() / 2]),
         ms(samples[samples.len() - 1])

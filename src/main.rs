@@ -184,7 +184,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     // touches the state directory): the files are checked, then loaded into a
     // throwaway kemu.
     let fixtures = kemu::fixtures::read(&cli.fixtures, kemu_eks::DEFAULT_ACCOUNT)?;
+    if !fixtures.is_empty() && cli.no_dataplane {
+        anyhow::bail!(
+            "--fixture needs the data plane: its manifests are applied through each cluster's API (drop --no-dataplane)"
+        );
+    }
     if !fixtures.is_empty() {
+        tracing::info!(
+            clusters = fixtures.len(),
+            "checking the fixtures in a throwaway kemu"
+        );
         let scratch = builder()?
             .dataplane(true)
             .aks_config(kemu_aks::AksConfig::default())
@@ -217,6 +226,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if resumed && !fixtures.is_empty() {
         eprintln!("kemu: the state already holds clusters; fixtures are not loaded again");
     } else if !fixtures.is_empty() {
+        tracing::info!(clusters = fixtures.len(), "loading the fixtures");
         let kemu = running.kemu().clone();
         running.ready.clusters = kemu::fixtures::load(
             &kemu,
