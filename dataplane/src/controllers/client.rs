@@ -153,6 +153,14 @@ pub mod kinds {
     );
     /// coordination.k8s.io/v1 Lease.
     pub const LEASE: Kind = k("coordination.k8s.io/v1", "Lease", "leases", true, false);
+    /// autoscaling/v2 HorizontalPodAutoscaler.
+    pub const HPA: Kind = k(
+        "autoscaling/v2",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        true,
+        true,
+    );
     /// batch/v1 Job.
     pub const JOB: Kind = k("batch/v1", "Job", "jobs", true, true);
     /// batch/v1 CronJob.

@@ -21,6 +21,8 @@
 //! - [`loadbalancer`]: `type: LoadBalancer` status in the cloud's shape.
 //! - [`volume`]: PersistentVolume binding, provisioning and reclaim;
 //!   [`volume_binding`]: the scheduler's view of a Pod's claims.
+//! - [`hpa`]: HorizontalPodAutoscalers scaling `/scale` targets from the
+//!   synthetic metrics.
 //! - [`gc`]: garbage collection by ownerReferences; [`namespace`]: Namespace
 //!   lifecycle.
 
@@ -31,6 +33,7 @@ pub mod deployment;
 pub mod events;
 pub mod gc;
 pub mod heartbeat;
+pub mod hpa;
 pub mod job;
 pub mod kubelet;
 pub mod loadbalancer;
@@ -87,7 +90,7 @@ impl Default for ControllerConfig {
 }
 
 /// Every kind the built-in controllers watch.
-pub const WATCHED: [Kind; 15] = [
+pub const WATCHED: [Kind; 16] = [
     kinds::POD,
     kinds::NODE,
     kinds::NAMESPACE,
@@ -103,6 +106,7 @@ pub const WATCHED: [Kind; 15] = [
     kinds::PVC,
     kinds::PV,
     kinds::STORAGE_CLASS,
+    kinds::HPA,
 ];
 
 /// The running controllers of one cluster; dropping it stops them.
@@ -137,6 +141,7 @@ impl Controllers {
                 net.load_balancer.clone(),
             ));
         }
+        regs.push(hpa::HpaController::register(&rt, recorder.clone()));
         regs.push(volume::VolumeController::register(
             &rt,
             recorder.clone(),

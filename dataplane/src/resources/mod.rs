@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+mod aggregated;
 mod builtin;
 
 /// A subresource of a resource type (`status`, `scale`, `log`, …).
@@ -89,6 +90,19 @@ impl ResourceRegistry {
     /// the types).
     pub fn builtin() -> Self {
         Self::builtin_ref().clone()
+    }
+
+    /// What a cluster serves: the built-ins plus the APIs kemu answers in
+    /// place of aggregated API servers (`metrics.k8s.io`), which have no
+    /// upstream OpenAPI or protobuf definitions here.
+    pub fn served() -> Self {
+        let mut types: Vec<ResourceType> = Self::builtin_ref()
+            .all()
+            .iter()
+            .map(|t| (**t).clone())
+            .collect();
+        types.extend(aggregated::types());
+        Self::new(types)
     }
 
     /// The built-in registry itself, parsed on first use.
