@@ -36,8 +36,11 @@ pub struct HpaController {
     rt: Arc<Runtime>,
     recorder: Recorder,
     // HPA → recent (time, recommendation), for the stabilization windows.
-    recommendations: Mutex<HashMap<ObjKey, Vec<(DateTime<Utc>, i64)>>>,
+    recommendations: Mutex<HashMap<ObjKey, Recommendations>>,
 }
+
+/// Recent (time, recommended replicas) of one HPA.
+type Recommendations = Vec<(DateTime<Utc>, i64)>;
 
 /// One metric's outcome.
 struct Computed {
@@ -234,7 +237,7 @@ impl HpaController {
                 Ok(Computed {
                     proposal,
                     status: json!({"type": ty, status_key: cur}),
-                    description: format!("{what}"),
+                    description: what,
                 })
             }
         }
