@@ -10,13 +10,13 @@ fn metrics(kind: &str, plural: &str, namespaced: bool) -> ResourceType {
         kind: kind.into(),
         list_kind: format!("{kind}List"),
         plural: plural.into(),
-        singular: String::new(),
+        singular: kind.to_ascii_lowercase(),
         namespaced,
         short_names: vec![],
         categories: vec![],
         verbs: vec!["get".into(), "list".into()],
         subresources: vec![],
-        definition: String::new(),
+        definition: format!("io.k8s.metrics.pkg.apis.metrics.v1beta1.{kind}"),
     }
 }
 

@@ -93,16 +93,23 @@ impl ResourceRegistry {
     }
 
     /// What a cluster serves: the built-ins plus the APIs kemu answers in
-    /// place of aggregated API servers (`metrics.k8s.io`), which have no
-    /// upstream OpenAPI or protobuf definitions here.
+    /// place of aggregated API servers (`metrics.k8s.io`, read-only, JSON).
     pub fn served() -> Self {
-        let mut types: Vec<ResourceType> = Self::builtin_ref()
-            .all()
-            .iter()
-            .map(|t| (**t).clone())
-            .collect();
-        types.extend(aggregated::types());
-        Self::new(types)
+        Self::served_ref().clone()
+    }
+
+    /// [`served`](Self::served), built on first use.
+    pub fn served_ref() -> &'static ResourceRegistry {
+        static SERVED: OnceLock<ResourceRegistry> = OnceLock::new();
+        SERVED.get_or_init(|| {
+            let mut types: Vec<ResourceType> = Self::builtin_ref()
+                .all()
+                .iter()
+                .map(|t| (**t).clone())
+                .collect();
+            types.extend(aggregated::types());
+            Self::new(types)
+        })
     }
 
     /// The built-in registry itself, parsed on first use.
