@@ -127,6 +127,31 @@ fn exercise(scope: OwnerScope, cidr_prefix: &str, lb_field: &str) -> Value {
         text(&taken)
     );
 
+    // Back to ClusterIP: the held node port is released, the IP kept.
+    let np_ip = np["spec"]["clusterIP"].as_str().unwrap().to_owned();
+    let patched = json(k(&[
+        "patch",
+        "svc",
+        "np",
+        "-p",
+        r#"{"spec":{"type":"ClusterIP"}}"#,
+        "-o",
+        "json",
+    ]));
+    assert!(
+        patched["spec"]["ports"][0].get("nodePort").is_none(),
+        "{patched}"
+    );
+    assert_eq!(patched["spec"]["clusterIP"], np_ip.as_str());
+    ok(k(&[
+        "create",
+        "service",
+        "nodeport",
+        "np4",
+        "--tcp=83:8080",
+        "--node-port=30080",
+    ]));
+
     // LoadBalancer: a node port now, the cloud's ingress from the service controller.
     let lb = json(k(&[
         "create",

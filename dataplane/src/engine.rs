@@ -60,7 +60,7 @@ impl Engine {
     pub fn new(registry: ClusterRegistry) -> Self {
         Self {
             registry,
-            resources: Arc::new(ResourceRegistry::builtin()),
+            resources: Arc::new(ResourceRegistry::served()),
             stores: Arc::new(DashMap::new()),
             cluster_resources: Arc::new(DashMap::new()),
             controllers: Arc::new(DashMap::new()),

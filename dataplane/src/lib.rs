@@ -16,6 +16,7 @@
 //! - [`nodes`]: the Node objects of each cluster's node pools.
 //! - [`network`]: service CIDRs, ClusterIP/NodePort allocation, the
 //!   `kubernetes` Service, load balancer ingress per cloud.
+//! - [`metrics`]: synthetic usage and the `metrics.k8s.io` API (`kubectl top`).
 //! - [`volumes`]: each cloud's StorageClasses and provisioned volume shapes.
 //! - [`strategy`]: per-kind create/update hooks the generic handlers call.
 //! - [`controllers`]: the controllers, scheduler and simulated kubelet of a
@@ -39,6 +40,7 @@ pub mod engine;
 pub mod error;
 pub mod identity;
 pub mod listener;
+pub mod metrics;
 pub mod network;
 pub mod nodes;
 pub mod resources;

@@ -65,6 +65,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/openapi/v2", web::get().to(openapi::v2))
         .route("/openapi/v3", web::get().to(openapi::v3_root))
         .route("/openapi/v3/{path:.*}", web::get().to(openapi::v3_document))
+        .route(
+            "/apis/metrics.k8s.io/v1beta1/{path:.*}",
+            web::get().to(crate::metrics::api::dispatch),
+        )
         .route("/api/v1/{path:.*}", web::to(resource::dispatch))
         .route(
             "/apis/{group}/{version}/{path:.*}",

@@ -47,7 +47,11 @@ pub fn definitions() -> &'static Map<String, Value> {
         flate2::read::GzDecoder::new(DEFINITIONS_GZ)
             .read_to_string(&mut text)
             .expect("fixtures/k8s/definitions.json.gz is gzip");
-        serde_json::from_str(&text).expect("fixtures/k8s/definitions.json.gz is JSON")
+        let mut defs: Map<String, Value> =
+            serde_json::from_str(&text).expect("fixtures/k8s/definitions.json.gz is JSON");
+        // The aggregated APIs kemu serves itself publish theirs too.
+        defs.extend(crate::metrics::openapi::definitions());
+        defs
     })
 }
 
@@ -120,10 +124,11 @@ impl Documents {
         }
     }
 
-    /// The documents of the built-in registry.
+    /// The documents of what every cluster serves (the built-ins and
+    /// `metrics.k8s.io`).
     pub fn builtin() -> Arc<Documents> {
         static DOCS: OnceLock<Arc<Documents>> = OnceLock::new();
-        DOCS.get_or_init(|| Arc::new(Documents::build(ResourceRegistry::builtin_ref())))
+        DOCS.get_or_init(|| Arc::new(Documents::build(ResourceRegistry::served_ref())))
             .clone()
     }
 

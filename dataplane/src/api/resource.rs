@@ -268,6 +268,7 @@ impl Handler<'_> {
         strategy::Context {
             store: self.store.as_ref(),
             network: self.network.as_deref(),
+            namespace: self.scope.namespace.as_deref().unwrap_or_default(),
         }
     }
 

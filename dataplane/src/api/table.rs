@@ -514,15 +514,62 @@ fn cell(expr: &str, o: &Value, now: DateTime<Utc>) -> Value {
             text(&o["spec"]["scaleTargetRef"]["name"])
         )),
         "hpaTargets" => {
-            let targets: Vec<String> = lookup(o, ".spec.metrics[*]")
+            // As upstream's printer: `<resource>: <current>/<target>` per
+            // metric, the current value from status.currentMetrics.
+            let current = |name: &Value, field: &str| {
+                lookup(o, ".status.currentMetrics[*]")
+                    .into_iter()
+                    .find(|c| {
+                        c["resource"]["name"] == *name || c["containerResource"]["name"] == *name
+                    })
+                    .and_then(|c| {
+                        let cur = if c["resource"].is_object() {
+                            &c["resource"]["current"]
+                        } else {
+                            &c["containerResource"]["current"]
+                        };
+                        match &cur[field] {
+                            Value::Null => None,
+                            Value::Number(n) => Some(format!("{n}%")),
+                            v => Some(text(v)),
+                        }
+                    })
+                    .unwrap_or_else(|| "<unknown>".into())
+            };
+            let mut targets: Vec<String> = lookup(o, ".spec.metrics[*]")
                 .iter()
                 .filter_map(|m| {
-                    let r = &m["resource"];
-                    r["target"]["averageUtilization"]
-                        .as_i64()
-                        .map(|u| format!("{}: <unknown>/{u}%", text(&r["name"])))
+                    let r = if m["resource"].is_object() {
+                        &m["resource"]
+                    } else {
+                        &m["containerResource"]
+                    };
+                    let t = &r["target"];
+                    if let Some(u) = t["averageUtilization"].as_i64() {
+                        Some(format!(
+                            "{}: {}/{u}%",
+                            text(&r["name"]),
+                            current(&r["name"], "averageUtilization")
+                        ))
+                    } else {
+                        t["averageValue"].as_str().map(|v| {
+                            format!(
+                                "{}: {}/{v}",
+                                text(&r["name"]),
+                                current(&r["name"], "averageValue")
+                            )
+                        })
+                    }
                 })
                 .collect();
+            if let Some(pct) =
+                one(o, ".spec.targetCPUUtilizationPercentage").and_then(Value::as_i64)
+            {
+                let cur = one(o, ".status.currentCPUUtilizationPercentage")
+                    .and_then(Value::as_i64)
+                    .map_or_else(|| "<unknown>".to_owned(), |c| format!("{c}%"));
+                targets.push(format!("cpu: {cur}/{pct}%"));
+            }
             or_none(targets.join(", "))
         }
         "minPods" => json!(

@@ -169,6 +169,14 @@ pub mod kinds {
     pub const LEASE: Kind = k("coordination.k8s.io/v1", "Lease", "leases", true, false);
     /// core/v1 ResourceQuota.
     pub const RESOURCE_QUOTA: Kind = k("v1", "ResourceQuota", "resourcequotas", true, true);
+    /// autoscaling/v2 HorizontalPodAutoscaler.
+    pub const HPA: Kind = k(
+        "autoscaling/v2",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        true,
+        true,
+    );
     /// batch/v1 Job.
     pub const JOB: Kind = k("batch/v1", "Job", "jobs", true, true);
     /// batch/v1 CronJob.

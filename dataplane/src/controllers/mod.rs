@@ -25,6 +25,8 @@
 //! - [`quota`]: ResourceQuota `status.used`.
 //! - [`disruption`]: PodDisruptionBudget status, which evictions honour.
 //! - [`sa_tokens`]: legacy ServiceAccount token Secrets.
+//! - [`hpa`]: HorizontalPodAutoscalers scaling `/scale` targets from the
+//!   synthetic metrics.
 //! - [`gc`]: garbage collection by ownerReferences; [`namespace`]: Namespace
 //!   lifecycle.
 //! - [`crd`]: CustomResourceDefinition naming, establishing and cleanup.
@@ -39,6 +41,7 @@ pub mod disruption;
 pub mod events;
 pub mod gc;
 pub mod heartbeat;
+pub mod hpa;
 pub mod job;
 pub mod kubelet;
 pub mod loadbalancer;
@@ -105,7 +108,7 @@ impl Default for ControllerConfig {
 }
 
 /// Every kind the built-in controllers watch.
-pub const WATCHED: [Kind; 20] = [
+pub const WATCHED: [Kind; 21] = [
     kinds::POD,
     kinds::NODE,
     kinds::NAMESPACE,
@@ -126,6 +129,7 @@ pub const WATCHED: [Kind; 20] = [
     kinds::SECRET,
     kinds::POD_DISRUPTION_BUDGET,
     kinds::CRD,
+    kinds::HPA,
 ];
 
 /// The running controllers of one cluster; dropping it stops them.
@@ -162,6 +166,7 @@ impl Controllers {
                 net.load_balancer.clone(),
             ));
         }
+        regs.push(hpa::HpaController::register(&rt, recorder.clone()));
         regs.push(volume::VolumeController::register(
             &rt,
             recorder.clone(),

@@ -1099,3 +1099,75 @@ async fn resource_quota_status_follows_the_namespace() {
         json!({"pods": "0", "requests.cpu": "0", "count/deployments.apps": "0"})
     );
 }
+
+#[tokio::test]
+async fn hpa_scales_a_deployment_from_synthetic_usage_on_the_clock() {
+    let c = Cluster::new(Duration::ZERO).await;
+    c.node("node-a", "64", json!({}), json!([])).await;
+    c.create(
+        kinds::DEPLOYMENT,
+        json!({"metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx",
+                        "resources": {"requests": {"cpu": "100m"}}}]}}}}),
+    )
+    .await;
+    c.create(
+        kinds::HPA,
+        json!({"metadata": {"name": "web", "namespace": "default"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "minReplicas": 1, "maxReplicas": 10,
+                "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                    "target": {"type": "Utilization", "averageUtilization": 50}}}]}}),
+    )
+    .await;
+    // Default usage is half the request: on target, nothing changes.
+    let h = c.get(kinds::HPA, "default", "web").await;
+    assert_eq!(h["status"]["desiredReplicas"], 2, "{h}");
+    assert_eq!(
+        h["status"]["currentMetrics"][0]["resource"]["current"]["averageUtilization"],
+        50
+    );
+    assert!(obj::condition_true(&h, "ScalingActive"), "{h}");
+
+    // The workload now uses all it requests: 2 × 100 / 50 = 4 at the next sync.
+    let mut d = c.get(kinds::DEPLOYMENT, "default", "web").await;
+    obj::set_annotation(&mut d, "kemu.dev/cpu-usage", "100%");
+    c.client.update(kinds::DEPLOYMENT, d).await.unwrap();
+    c.settle().await;
+    c.advance(15).await;
+    let d = c.get(kinds::DEPLOYMENT, "default", "web").await;
+    assert_eq!(d["spec"]["replicas"], 4);
+    assert_eq!(
+        c.events("SuccessfulRescale"),
+        ["New size: 4; reason: cpu resource utilization (percentage of request) above target"]
+    );
+    c.advance(15).await;
+    // Still 100 %: doubling again is within the scale-up policy.
+    assert_eq!(
+        c.get(kinds::DEPLOYMENT, "default", "web").await["spec"]["replicas"],
+        8
+    );
+
+    // Load drops: the scale-down waits for the stabilization window.
+    let mut d = c.get(kinds::DEPLOYMENT, "default", "web").await;
+    obj::set_annotation(&mut d, "kemu.dev/cpu-usage", "10%");
+    c.client.update(kinds::DEPLOYMENT, d).await.unwrap();
+    c.settle().await;
+    c.advance(15).await;
+    assert_eq!(
+        c.get(kinds::DEPLOYMENT, "default", "web").await["spec"]["replicas"],
+        8
+    );
+    let h = c.get(kinds::HPA, "default", "web").await;
+    assert_eq!(
+        obj::condition(&h, "AbleToScale").unwrap()["reason"],
+        "ScaleDownStabilized"
+    );
+    for _ in 0..21 {
+        c.advance(15).await;
+    }
+    let d = c.get(kinds::DEPLOYMENT, "default", "web").await;
+    assert_eq!(d["spec"]["replicas"], 2, "8 × 10 / 50 = 1.6 → 2");
+}

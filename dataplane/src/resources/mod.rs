@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+mod aggregated;
 mod builtin;
 pub mod crd_validation;
 pub mod custom;
@@ -118,6 +119,26 @@ impl ResourceRegistry {
     /// the types).
     pub fn builtin() -> Self {
         Self::builtin_ref().clone()
+    }
+
+    /// What a cluster serves: the built-ins plus the APIs kemu answers in
+    /// place of aggregated API servers (`metrics.k8s.io`, read-only, JSON).
+    pub fn served() -> Self {
+        Self::served_ref().clone()
+    }
+
+    /// [`served`](Self::served), built on first use.
+    pub fn served_ref() -> &'static ResourceRegistry {
+        static SERVED: OnceLock<ResourceRegistry> = OnceLock::new();
+        SERVED.get_or_init(|| {
+            let mut types: Vec<ResourceType> = Self::builtin_ref()
+                .all()
+                .iter()
+                .map(|t| (**t).clone())
+                .collect();
+            types.extend(aggregated::types());
+            Self::new(types)
+        })
     }
 
     /// The built-in registry itself, parsed on first use.

@@ -24,6 +24,9 @@ pub struct Context<'a> {
     pub store: &'a dyn Store,
     /// The cluster's networking, when the engine knows its record.
     pub network: Option<&'a ClusterNetwork>,
+    /// The request's namespace (`""` for cluster-scoped requests); bodies may
+    /// omit it.
+    pub namespace: &'a str,
 }
 
 /// The per-kind hooks; each defaults to doing nothing.

@@ -291,11 +291,7 @@ impl Strategy for ServiceStrategy {
         let Some(net) = ctx.network else {
             return Ok(());
         };
-        let ns = object["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let mut sess = net.allocator.session(ctx.store, &ns, name);
+        let mut sess = net.allocator.session(ctx.store, ctx.namespace, name);
         let spec = &mut object["spec"];
         allocate_ip(rt, name, spec, &mut sess)?;
         allocate_node_ports(rt, name, spec, &mut sess)?;
@@ -350,6 +346,43 @@ impl Strategy for ServiceStrategy {
             }
             _ => {}
         }
+        // Switching to a type without node ports drops the ones the old
+        // Service held (upstream's dropTypeDependentFields); ports the user
+        // changed are left for validation to refuse.
+        if !needs_node_ports(spec) && needs_node_ports(old_spec) {
+            let old_ports = old_spec["ports"].as_array().cloned().unwrap_or_default();
+            for p in spec["ports"].as_array_mut().into_iter().flatten() {
+                let held = old_ports
+                    .iter()
+                    .any(|o| !o["nodePort"].is_null() && o["nodePort"] == p["nodePort"]);
+                if held && let Some(m) = p.as_object_mut() {
+                    m.remove("nodePort");
+                }
+            }
+        }
+        let external = matches!(kind_of(spec), "NodePort" | "LoadBalancer");
+        for (field, needed) in [
+            ("externalTrafficPolicy", external),
+            (
+                "allocateLoadBalancerNodePorts",
+                kind_of(spec) == "LoadBalancer",
+            ),
+        ] {
+            if !needed
+                && !spec[field].is_null()
+                && spec[field] == old_spec[field]
+                && let Some(m) = spec.as_object_mut()
+            {
+                m.remove(field);
+            }
+        }
+        if !needs_health_check_port(spec)
+            && !spec["healthCheckNodePort"].is_null()
+            && spec["healthCheckNodePort"] == old_spec["healthCheckNodePort"]
+            && let Some(m) = spec.as_object_mut()
+        {
+            m.remove("healthCheckNodePort");
+        }
         // Node ports the old Service held are kept when omitted, as upstream's
         // patchAllocatedValues keeps them.
         if needs_node_ports(spec) && needs_node_ports(old_spec) {
@@ -380,11 +413,7 @@ impl Strategy for ServiceStrategy {
         let Some(net) = ctx.network else {
             return Ok(());
         };
-        let ns = old["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let mut sess = net.allocator.session(ctx.store, &ns, &name);
+        let mut sess = net.allocator.session(ctx.store, ctx.namespace, &name);
         let spec = &mut new["spec"];
         allocate_ip(rt, &name, spec, &mut sess)?;
         allocate_node_ports(rt, &name, spec, &mut sess)?;
@@ -420,7 +449,12 @@ mod tests {
         let ctx = Context {
             store,
             network: Some(net),
+            namespace: "default",
         };
+        // As kubectl create sends it: no namespace in the body.
+        if let Some(m) = svc["metadata"].as_object_mut() {
+            m.remove("namespace");
+        }
         let name = svc["metadata"]["name"].as_str().unwrap().to_owned();
         ServiceStrategy.prepare_create(&ctx, rt, &name, &mut svc)?;
         store.create(&ObjectKey::new("services", "default", &name), svc.clone())?;
@@ -509,6 +543,7 @@ mod tests {
         let ctx = Context {
             store: &store,
             network: Some(&net),
+            namespace: "default",
         };
         let mut new = svc("web", json!({"type": "NodePort", "ports": [{"port": 80}]}));
         ServiceStrategy
@@ -545,5 +580,17 @@ mod tests {
             old["spec"]["ports"][0]["nodePort"]
         );
         assert_eq!(lb["spec"]["allocateLoadBalancerNodePorts"], true);
+        // Back to ClusterIP: the held node port goes, the IP stays.
+        let mut back = old.clone();
+        back["spec"]["type"] = json!("ClusterIP");
+        ServiceStrategy
+            .prepare_update(&ctx, &rt, &old, &mut back)
+            .unwrap();
+        assert!(back["spec"]["ports"][0].get("nodePort").is_none(), "{back}");
+        assert!(
+            back["spec"].get("externalTrafficPolicy").is_none(),
+            "{back}"
+        );
+        assert_eq!(back["spec"]["clusterIP"], old["spec"]["clusterIP"]);
     }
 }

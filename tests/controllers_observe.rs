@@ -1,0 +1,168 @@
+//! What users look at on a healthy cluster, with real kubectl: `top pods` and
+//! `top nodes` from the synthetic metrics, a HorizontalPodAutoscaler scaling a
+//! Deployment when the fake clock passes its sync period, `describe pod`
+//! showing the scheduler's and kubelet's Events, and `kubectl events`.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Sandbox, text, write_kubeconfig};
+use kemu::shared::{ClusterSpec, NodePool, OwnerScope, SystemClock};
+use kemu::{Clock, FakeClock, Kemu};
+
+fn ok(out: std::process::Output) -> String {
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const WORKLOAD: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+        resources: {requests: {cpu: 100m, memory: 128Mi}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 1
+  maxReplicas: 10
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}
+"#;
+
+#[test]
+fn top_hpa_describe_and_events() {
+    // kubectl checks certificates against wall time: the fake clock starts there.
+    let clock = FakeClock::new(SystemClock.now());
+    let kemu = Kemu::builder().clock(clock.clone()).build().unwrap();
+    let cluster = kemu
+        .registry()
+        .create(ClusterSpec {
+            scope: OwnerScope::Eks {
+                account: "000000000000".into(),
+                region: "us-east-1".into(),
+            },
+            name: "observe".into(),
+            version: "1.34".into(),
+            node_pools: vec![NodePool {
+                name: "ng".into(),
+                count: 2,
+                machine_type: "m5.xlarge".into(),
+                labels: Default::default(),
+                taints: vec![],
+            }],
+            tags: Default::default(),
+            provisioning: Duration::ZERO,
+            extra: serde_json::Value::Null,
+        })
+        .unwrap();
+    let sandbox = Sandbox::new();
+    let kc = sandbox.path("kubeconfig");
+    write_kubeconfig(&kc, &cluster, cluster.ca.cert_pem(), clock.now());
+    let k = |args: &[&str]| sandbox.kubectl(&kc, args);
+    let manifest = sandbox.path("web.yaml");
+    std::fs::write(&manifest, WORKLOAD).unwrap();
+    ok(k(&["apply", "-f", manifest.to_str().unwrap()]));
+    ok(k(&[
+        "wait",
+        "--for=condition=Available",
+        "deployment/web",
+        "--timeout=60s",
+    ]));
+    ok(k(&[
+        "wait",
+        "--for=condition=Ready",
+        "pod",
+        "-l",
+        "app=web",
+        "--timeout=60s",
+    ]));
+
+    // top: half the request by default (50m of 100m, 64Mi of 128Mi).
+    let top = ok(k(&["top", "pods", "-l", "app=web"]));
+    assert_eq!(
+        top.lines().filter(|l| l.starts_with("web-")).count(),
+        2,
+        "{top}"
+    );
+    assert!(top.contains("50m") && top.contains("64Mi"), "{top}");
+    let nodes = ok(k(&["top", "nodes"]));
+    assert_eq!(nodes.lines().count(), 3, "{nodes}");
+    assert!(
+        nodes.contains("CPU(cores)") && nodes.contains('%'),
+        "{nodes}"
+    );
+
+    // The HPA sees 50 % of 50 % wanted: nothing to do.
+    ok(k(&[
+        "wait",
+        "--for=jsonpath={.status.desiredReplicas}=2",
+        "hpa/web",
+        "--timeout=60s",
+    ]));
+    // Load rises (the workload's usage annotation); at the next sync period
+    // the HPA doubles the Deployment.
+    ok(k(&[
+        "annotate",
+        "deployment/web",
+        "kemu.dev/cpu-usage=100%",
+    ]));
+    let top = ok(k(&["top", "pods", "-l", "app=web"]));
+    assert!(top.contains("100m"), "{top}");
+    clock.advance(Duration::from_secs(15));
+    ok(k(&[
+        "wait",
+        "--for=jsonpath={.spec.replicas}=4",
+        "deployment/web",
+        "--timeout=60s",
+    ]));
+    ok(k(&["rollout", "status", "deployment/web", "--timeout=60s"]));
+    let hpa = ok(k(&["get", "hpa", "web"]));
+    assert!(
+        hpa.contains("cpu: 100%/50%") || hpa.contains("100%/50%"),
+        "{hpa}"
+    );
+    let described = ok(k(&["describe", "hpa", "web"]));
+    assert!(described.contains("SuccessfulRescale"), "{described}");
+    assert!(described.contains("New size: 4"), "{described}");
+
+    // describe pod: the scheduler's and kubelet's Events.
+    let pod = ok(k(&[
+        "get",
+        "pods",
+        "-l",
+        "app=web",
+        "-o",
+        "jsonpath={.items[0].metadata.name}",
+    ]));
+    let described = ok(k(&["describe", "pod", &pod]));
+    for reason in ["Scheduled", "Pulled", "Created", "Started"] {
+        assert!(described.contains(reason), "{reason} missing:\n{described}");
+    }
+    // kubectl events: the whole story.
+    let events = ok(k(&["events"]));
+    for reason in [
+        "ScalingReplicaSet",
+        "SuccessfulCreate",
+        "SuccessfulRescale",
+        "Scheduled",
+    ] {
+        assert!(events.contains(reason), "{reason} missing:\n{events}");
+    }
+    // Node Leases are renewed on the clock.
+    let leases = ok(k(&["get", "leases", "-n", "kube-node-lease"]));
+    assert_eq!(leases.lines().count(), 3, "{leases}");
+}
