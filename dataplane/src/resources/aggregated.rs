@@ -17,6 +17,7 @@ fn metrics(kind: &str, plural: &str, namespaced: bool) -> ResourceType {
         verbs: vec!["get".into(), "list".into()],
         subresources: vec![],
         definition: format!("io.k8s.metrics.pkg.apis.metrics.v1beta1.{kind}"),
+        custom: None,
     }
 }
 
