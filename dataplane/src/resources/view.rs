@@ -54,7 +54,7 @@ pub struct ClusterResources {
 impl Default for ClusterResources {
     fn default() -> Self {
         Self {
-            current: RwLock::new(Arc::new(View::new(ResourceRegistry::builtin(), false))),
+            current: RwLock::new(Arc::new(View::new(ResourceRegistry::served(), false))),
         }
     }
 }
@@ -79,7 +79,7 @@ impl ClusterResources {
                 extra.extend(custom::types_of(crd));
             }
         }
-        let base = ResourceRegistry::builtin_ref();
+        let base = ResourceRegistry::served_ref();
         let next = if extra.is_empty() {
             View::new(base.clone(), false)
         } else {
