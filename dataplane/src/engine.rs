@@ -30,6 +30,9 @@ pub struct Engine {
     stores: Arc<DashMap<String, Arc<MemoryStore>>>,
     controllers: Arc<DashMap<String, Controllers>>,
     authorization: Mode,
+    /// The last resourceVersion of each retired cluster's store, so a store
+    /// put back (reset) never counts below what clients have seen.
+    retired: Arc<DashMap<String, u64>>,
     /// Where every store's writes are logged, when kemu persists its state.
     journal: Arc<parking_lot::RwLock<Option<Arc<dyn ClusterJournal>>>>,
 }
@@ -59,6 +62,7 @@ impl Engine {
             controllers: Arc::new(DashMap::new()),
             authorization: Mode::default(),
             journal: Arc::default(),
+            retired: Arc::default(),
         }
     }
 
@@ -88,6 +92,15 @@ impl Engine {
         self.stores
             .get(cluster_id)
             .map(|s| s.value().clone() as Arc<dyn Store>)
+    }
+
+    /// The newest resourceVersion the cluster's store has issued: of its
+    /// store, or of the store it had when it was retired.
+    pub fn last_resource_version(&self, cluster_id: &str) -> Option<u64> {
+        match self.stores.get(cluster_id) {
+            Some(s) => Some(s.resource_version()),
+            None => self.retired.get(cluster_id).map(|rv| *rv),
+        }
     }
 
     /// The whole content of every served cluster's store, by cluster id.
@@ -190,6 +203,8 @@ impl Engine {
     pub fn drop_store(&self, cluster_id: &str) {
         self.controllers.remove(cluster_id);
         if let Some((_, old)) = self.stores.remove(cluster_id) {
+            self.retired
+                .insert(cluster_id.to_owned(), old.resource_version());
             old.close();
         }
     }

@@ -149,7 +149,7 @@ fn apply_logged(
             let store = match mode {
                 ApplyMode::Startup => store.clone(),
                 ApplyMode::Reset => {
-                    let now = dp.engine().store(id).map_or(0, |s| s.resource_version());
+                    let now = dp.engine().last_resource_version(id).unwrap_or(0);
                     let rv = store.rv.max(now);
                     StoreImage {
                         rv,
