@@ -148,15 +148,13 @@ fn kill_9_loses_no_acknowledged_write() {
     );
 
     // A resourceVersion from before the crash.
-    let rv0: Value = serde_json::from_slice(&kubectl(
+    let rv0 = persist_support::list_rv(&kubectl(
         &sb,
         &kemu,
         &kc,
         "aks",
-        &["get", "configmaps", "-o", "json"],
-    ))
-    .unwrap();
-    let rv0 = rv0["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
+        &["get", "--raw", persist_support::LIST_ONE],
+    ));
 
     // A stream of writes, cut by kill -9 after 150 acknowledgements.
     let mut stream = python_writes(&sb, &kc.aks, "stream", 1_000_000)
@@ -220,6 +218,10 @@ fn kill_9_loses_no_acknowledged_write() {
         .collect();
     let unseen: Vec<_> = acked.difference(&added).collect();
     assert!(unseen.is_empty(), "the watch from {rv0} missed {unseen:?}");
+    assert!(
+        added.iter().all(|n| n.starts_with("stream-")),
+        "the watch from {rv0} replayed older writes: {added:?}"
+    );
 
     // The clouds still show their clusters, with the same endpoint and CA.
     let aws = Aws::new(&sb, &kemu.ready.eks);

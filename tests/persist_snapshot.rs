@@ -96,12 +96,10 @@ fn snapshot_restore_round_trip_and_reset() {
     create_cluster(&aws, "extra");
     must(aws.kubectl(&kc, &["create", "configmap", "later"]), "create later");
     must(aws.kubectl(&kc, &["delete", "configmap", "cm-0"]), "delete cm-0");
-    let rv: Value = serde_json::from_slice(&must(
-        aws.kubectl(&kc, &["get", "configmaps", "-o", "json"]),
+    let rv = persist_support::list_rv(&must(
+        aws.kubectl(&kc, &["get", "--raw", persist_support::LIST_ONE]),
         "list",
-    ))
-    .unwrap();
-    let rv = rv["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
+    ));
     aws.ok(&["delete-cluster", "--name", "keep"]);
     aws.ok(&["wait", "cluster-deleted", "--name", "keep"]);
 

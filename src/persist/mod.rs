@@ -150,7 +150,9 @@ fn apply_logged(
                 ApplyMode::Startup => store.clone(),
                 ApplyMode::Reset => {
                     let now = dp.engine().last_resource_version(id).unwrap_or(0);
-                    let rv = store.rv.max(now);
+                    // One past anything a client has seen: every older
+                    // resourceVersion is compacted.
+                    let rv = store.rv.max(now) + 1;
                     StoreImage {
                         rv,
                         compacted: rv,
