@@ -38,6 +38,9 @@ struct Cli {
     /// `always` (before every answer).
     #[arg(long, env = "KEMU_FSYNC", value_enum, default_value = "group")]
     fsync: SyncPolicy,
+    /// Log bytes after which the state directory is compacted into a snapshot.
+    #[arg(long, env = "KEMU_COMPACT_AFTER", default_value_t = persist::COMPACT_AFTER)]
+    compact_after: u64,
     /// Admin endpoint port (snapshot, reset; plain HTTP on the bind host). The
     /// default, 0, picks a free one: the ready line's `admin` says which.
     #[arg(long, env = "KEMU_ADMIN_PORT", default_value_t = 0)]
@@ -146,7 +149,7 @@ fn load_state(kemu: &kemu::Kemu, cli: &Cli) -> anyhow::Result<Option<Persistence
         }
         return Ok(None);
     };
-    let (persistence, stored) = Persistence::open(dir, cli.fsync)?;
+    let (persistence, stored) = Persistence::open_with(dir, cli.fsync, cli.compact_after)?;
     let rewrite = restored.is_some();
     persistence.attach(kemu, restored.as_ref().unwrap_or(&stored), rewrite)?;
     Ok(Some(persistence))

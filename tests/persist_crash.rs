@@ -131,9 +131,11 @@ fn kill_9_loses_no_acknowledged_write() {
     let sb = Sandbox::new();
     let data = sb.path("data");
     let data_arg = data.to_str().unwrap().to_owned();
+    // Compactions happen during the run: replay reads a snapshot plus logs.
+    let args = ["--data-dir", &data_arg, "--compact-after", "65536"];
     let run = sb.path("run");
     let ports = Ports::free();
-    let kemu = Kemu::start(&ports, &run, &["--data-dir", &data_arg]);
+    let kemu = Kemu::start(&ports, &run, &args);
     let (kc, eks_before) = create_clusters(&sb, &kemu);
 
     // 900 objects through kubectl, 100 through the Python client.
@@ -176,7 +178,8 @@ fn kill_9_loses_no_acknowledged_write() {
     assert!(acked.len() >= 150);
 
     // Restart on the same state directory and ports.
-    let kemu = Kemu::start(&ports, &run, &["--data-dir", &data_arg]);
+    let kemu = Kemu::start(&ports, &run, &args);
+    assert!(data.join("snapshot.jsonl").is_file(), "a compaction ran");
     assert!(
         kemu.stderr().contains("kemu: replaying"),
         "replay progress on stderr: {}",
@@ -247,7 +250,7 @@ fn kill_9_loses_no_acknowledged_write() {
     // start keep them.
     kubectl(&sb, &kemu, &kc, "eks", &["create", "configmap", "after-restart"]);
     kemu.stop();
-    let kemu = Kemu::start(&ports, &run, &["--data-dir", &data_arg]);
+    let kemu = Kemu::start(&ports, &run, &args);
     kubectl(&sb, &kemu, &kc, "eks", &["get", "configmap", "after-restart"]);
     kemu.stop();
 }

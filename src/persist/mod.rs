@@ -497,3 +497,63 @@ impl EventSink for ClusterSink {
             .append(&record::event_line(&self.cluster, event, at));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kemu_dataplane::store::{ObjectKey, Store};
+    use kemu_shared::{ClusterSpec, OwnerScope};
+    use serde_json::json;
+
+    fn spec() -> ClusterSpec {
+        ClusterSpec {
+            scope: OwnerScope::Eks {
+                account: "000000000000".into(),
+                region: "us-east-1".into(),
+            },
+            name: "c".into(),
+            version: "1.34".into(),
+            node_pools: vec![],
+            tags: Default::default(),
+            provisioning: std::time::Duration::ZERO,
+            extra: serde_json::Value::Null,
+        }
+    }
+
+    fn create(store: &dyn Store, i: usize) {
+        let key = ObjectKey::new("configmaps", "default", &format!("cm-{i}"));
+        store
+            .create(&key, json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"i": i}}))
+            .unwrap();
+    }
+
+    #[test]
+    fn snapshot_plus_log_replays_every_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let kemu = Kemu::builder().build().unwrap();
+        let (p, image) = Persistence::open(dir.path(), SyncPolicy::Always).unwrap();
+        assert_eq!(image.object_count(), 0);
+        p.attach(&kemu, &image, false).unwrap();
+        let cluster = kemu.registry().create(spec()).unwrap();
+        p.record_cloud(&kemu);
+        let store = kemu.dataplane().unwrap().engine().store(&cluster.id).unwrap();
+        for i in 0..50 {
+            create(store.as_ref(), i);
+        }
+        p.compact(&kemu).unwrap();
+        for i in 50..80 {
+            create(store.as_ref(), i);
+        }
+        let rv = store.resource_version();
+        p.stop();
+        assert_eq!(wal::generations(dir.path()).unwrap().len(), 1, "older logs removed");
+
+        let (_, again) = Persistence::open(dir.path(), SyncPolicy::Group).unwrap();
+        let restored = &again.stores[&cluster.id];
+        assert!(restored.rv >= rv);
+        assert_eq!(restored.resources["configmaps"].iter().filter(|(k, _)| k.1.starts_with("cm-")).count(), 80);
+        let registry = &again.cloud["registry"];
+        assert_eq!(registry[0]["id"], json!(cluster.id));
+        assert_eq!(registry[0]["ca"]["ca_cert_pem"], json!(cluster.ca.cert_pem()));
+    }
+}
