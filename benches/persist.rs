@@ -18,7 +18,7 @@ use std::time::Duration;
 use kemu::SystemClock;
 use kemu::persist::{Persistence, SyncPolicy};
 use kemu::shared::{ClusterSpec, OwnerScope};
-use kemu_dataplane::store::{ObjectKey, Store};
+use kemu_dataplane::store::ObjectKey;
 use serde_json::json;
 
 const STARTUP_OBJECTS: usize = 100_000;
@@ -151,7 +151,11 @@ fn main() {
     }
     let size = |dir: &Path| -> u64 {
         std::fs::read_dir(dir)
-            .map(|d| d.filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum())
+            .map(|d| {
+                d.filter_map(|e| e.ok()?.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
             .unwrap_or(0)
     };
     row(
@@ -162,7 +166,10 @@ fn main() {
     row("start-up to ready line, no state", millis(took));
     stop(child);
     let (child, ready, took) = spawn(&["--data-dir", &data]);
-    row("start-up to ready line, 100,000 objects in the log", millis(took));
+    row(
+        "start-up to ready line, 100,000 objects in the log",
+        millis(took),
+    );
     row(
         "reset, 100,000 objects, --data-dir (store image logged)",
         millis(reset_time(&ready.admin)),
@@ -174,14 +181,20 @@ fn main() {
         p.stop();
     }
     let (child, _, took) = spawn(&["--data-dir", &data]);
-    row("start-up to ready line, 100,000 objects in a snapshot", millis(took));
+    row(
+        "start-up to ready line, 100,000 objects in a snapshot",
+        millis(took),
+    );
     stop(child);
 
     // Snapshot file → --restore, and reset without a state directory.
     let file = dir.path().join("snapshot.jsonl");
     let file = file.to_str().expect("utf-8 path");
     let (child, ready, took) = spawn(&["--restore", file]);
-    row("start-up to ready line, --restore of 100,000 objects", millis(took));
+    row(
+        "start-up to ready line, --restore of 100,000 objects",
+        millis(took),
+    );
     row(
         "reset, 100,000 objects, in memory",
         millis(reset_time(&ready.admin)),

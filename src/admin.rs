@@ -99,7 +99,9 @@ impl Admin {
 }
 
 async fn snapshot(admin: web::Data<Admin>) -> HttpResponse {
-    let body = web::block(move || admin.snapshot()).await.unwrap_or_default();
+    let body = web::block(move || admin.snapshot())
+        .await
+        .unwrap_or_default();
     HttpResponse::Ok()
         .content_type("application/x-ndjson")
         .body(body)
@@ -206,7 +208,10 @@ mod tests {
 
     #[test]
     fn chunked_bodies_decode() {
-        assert_eq!(dechunk(b"3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n").unwrap(), b"abcde");
+        assert_eq!(
+            dechunk(b"3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n").unwrap(),
+            b"abcde"
+        );
         assert!(dechunk(b"5\r\nab").is_none());
     }
 
@@ -216,6 +221,9 @@ mod tests {
             call("https://x:1", "GET", "/"),
             Err(ClientError::Url(_))
         ));
-        assert!(matches!(call("http://", "GET", "/"), Err(ClientError::Url(_))));
+        assert!(matches!(
+            call("http://", "GET", "/"),
+            Err(ClientError::Url(_))
+        ));
     }
 }

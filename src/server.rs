@@ -198,9 +198,9 @@ fn serve_facade(
             .wrap(actix_web::middleware::from_fn(log_cloud_writes))
             .configure(mount.clone())
     })
-        .workers(1)
-        .disable_signals()
-        .shutdown_timeout(1);
+    .workers(1)
+    .disable_signals()
+    .shutdown_timeout(1);
     Ok(match tls {
         Some(tls) => server.listen_rustls_0_23(listener, tls)?.run(),
         None => server.listen(listener)?.run(),

@@ -48,7 +48,12 @@ fn kubectl(sb: &Sandbox, kemu: &Kemu, kc: &Kubeconfigs, cloud: &str, args: &[&st
     must(out, &format!("kubectl on {cloud} {args:?}"))
 }
 
-fn python_writes(sb: &Sandbox, kubeconfig: &Path, prefix: &str, count: usize) -> std::process::Command {
+fn python_writes(
+    sb: &Sandbox,
+    kubeconfig: &Path,
+    prefix: &str,
+    count: usize,
+) -> std::process::Command {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/persist_writes.py");
     let mut cmd = sb.command("python3");
     cmd.arg(script)
@@ -86,7 +91,11 @@ fn create_clusters(sb: &Sandbox, kemu: &Kemu) -> (Kubeconfigs, Value) {
         gke_support::gcloud(
             sb,
             &gke_url,
-            &[&["clusters", "create", "crash", "--num-nodes", "1"][..], &zone].concat(),
+            &[
+                &["clusters", "create", "crash", "--num-nodes", "1"][..],
+                &zone,
+            ]
+            .concat(),
         ),
         "gcloud clusters create",
     );
@@ -102,14 +111,27 @@ fn create_clusters(sb: &Sandbox, kemu: &Kemu) -> (Kubeconfigs, Value) {
 
     // AKS, through az.
     let ca = Path::new(&kemu.ready.ca_bundle);
-    let out = login(sb, &kemu.ready.aks, ca, "11111111-2222-3333-4444-555555555555", "s");
+    let out = login(
+        sb,
+        &kemu.ready.aks,
+        ca,
+        "11111111-2222-3333-4444-555555555555",
+        "s",
+    );
     must(out, "az login");
     az_json(sb, ca, &["group", "create", "-n", "rg1", "-l", "eastus"]);
     let created = az_json(
         sb,
         ca,
         &[
-            "aks", "create", "-g", "rg1", "-n", "crash", "--node-count", "1",
+            "aks",
+            "create",
+            "-g",
+            "rg1",
+            "-n",
+            "crash",
+            "--node-count",
+            "1",
             "--generate-ssh-keys",
         ],
     );
@@ -119,7 +141,13 @@ fn create_clusters(sb: &Sandbox, kemu: &Kemu) -> (Kubeconfigs, Value) {
         sb,
         ca,
         &[
-            "aks", "get-credentials", "-g", "rg1", "-n", "crash", "--file",
+            "aks",
+            "get-credentials",
+            "-g",
+            "rg1",
+            "-n",
+            "crash",
+            "--file",
             aks.to_str().unwrap(),
         ],
     );
@@ -142,7 +170,13 @@ fn kill_9_loses_no_acknowledged_write() {
     for cloud in ["eks", "gke", "aks"] {
         let file = sb.path(&format!("{cloud}-bulk.json"));
         std::fs::write(&file, config_maps(cloud, BULK)).unwrap();
-        kubectl(&sb, &kemu, &kc, cloud, &["create", "-f", file.to_str().unwrap(), "-o", "name"]);
+        kubectl(
+            &sb,
+            &kemu,
+            &kc,
+            cloud,
+            &["create", "-f", file.to_str().unwrap(), "-o", "name"],
+        );
     }
     must(
         python_writes(&sb, &kc.aks, "py", PY_BULK).output().unwrap(),
@@ -187,15 +221,30 @@ fn kill_9_loses_no_acknowledged_write() {
     );
 
     // The old kubeconfigs work, and every acknowledged write is there.
-    let aks_names = names(&kubectl(&sb, &kemu, &kc, "aks", &["get", "configmaps", "-o", "json"]));
+    let aks_names = names(&kubectl(
+        &sb,
+        &kemu,
+        &kc,
+        "aks",
+        &["get", "configmaps", "-o", "json"],
+    ));
     let missing: Vec<_> = acked.difference(&aks_names).collect();
     assert!(missing.is_empty(), "acknowledged writes lost: {missing:?}");
     for i in 0..PY_BULK {
         assert!(aks_names.contains(&format!("py-{i}")));
     }
     for cloud in ["eks", "gke", "aks"] {
-        let got = names(&kubectl(&sb, &kemu, &kc, cloud, &["get", "configmaps", "-o", "json"]));
-        let bulk = got.iter().filter(|n| n.starts_with(&format!("{cloud}-"))).count();
+        let got = names(&kubectl(
+            &sb,
+            &kemu,
+            &kc,
+            cloud,
+            &["get", "configmaps", "-o", "json"],
+        ));
+        let bulk = got
+            .iter()
+            .filter(|n| n.starts_with(&format!("{cloud}-")))
+            .count();
         assert_eq!(bulk, BULK, "{cloud}: {got:?}");
     }
 
@@ -229,7 +278,10 @@ fn kill_9_loses_no_acknowledged_write() {
     // The clouds still show their clusters, with the same endpoint and CA.
     let aws = Aws::new(&sb, &kemu.ready.eks);
     let eks_after = aws.json(&["describe-cluster", "--name", "crash"]);
-    assert_eq!(eks_after["cluster"]["endpoint"], eks_before["cluster"]["endpoint"]);
+    assert_eq!(
+        eks_after["cluster"]["endpoint"],
+        eks_before["cluster"]["endpoint"]
+    );
     assert_eq!(
         eks_after["cluster"]["certificateAuthority"],
         eks_before["cluster"]["certificateAuthority"]
@@ -248,9 +300,21 @@ fn kill_9_loses_no_acknowledged_write() {
 
     // Writes after the restart go on being logged: a clean stop and a third
     // start keep them.
-    kubectl(&sb, &kemu, &kc, "eks", &["create", "configmap", "after-restart"]);
+    kubectl(
+        &sb,
+        &kemu,
+        &kc,
+        "eks",
+        &["create", "configmap", "after-restart"],
+    );
     kemu.stop();
     let kemu = Kemu::start(&ports, &run, &args);
-    kubectl(&sb, &kemu, &kc, "eks", &["get", "configmap", "after-restart"]);
+    kubectl(
+        &sb,
+        &kemu,
+        &kc,
+        "eks",
+        &["get", "configmap", "after-restart"],
+    );
     kemu.stop();
 }

@@ -53,11 +53,21 @@ fn snapshot_restore_round_trip_and_reset() {
     let run = sb.path("run");
     let ports = Ports::free();
     let first = Kemu::start(&ports, &run, &[]);
-    assert!(first.ready.admin.starts_with("http://127.0.0.1:"), "{:?}", first.ready);
+    assert!(
+        first.ready.admin.starts_with("http://127.0.0.1:"),
+        "{:?}",
+        first.ready
+    );
     let aws = Aws::new(&sb, &first.ready.eks);
     create_cluster(&aws, "keep");
     let kc = sb.path("keep.kubeconfig");
-    aws.ok(&["update-kubeconfig", "--name", "keep", "--kubeconfig", kc.to_str().unwrap()]);
+    aws.ok(&[
+        "update-kubeconfig",
+        "--name",
+        "keep",
+        "--kubeconfig",
+        kc.to_str().unwrap(),
+    ]);
     let bulk = sb.path("bulk.json");
     std::fs::write(&bulk, persist_support::config_maps("cm", 20)).unwrap();
     must(
@@ -69,7 +79,12 @@ fn snapshot_restore_round_trip_and_reset() {
     // Snapshot through the admin endpoint, then a new kemu from the file.
     let file = sb.path("state.jsonl");
     must(
-        kemu_cli(&["snapshot", file.to_str().unwrap(), "--admin", &first.ready.admin]),
+        kemu_cli(&[
+            "snapshot",
+            file.to_str().unwrap(),
+            "--admin",
+            &first.ready.admin,
+        ]),
         "kemu snapshot",
     );
     first.stop();
@@ -94,8 +109,14 @@ fn snapshot_restore_round_trip_and_reset() {
     // Changes after start-up: a new cluster, a new object, a deleted object,
     // and the start-up cluster deleted.
     create_cluster(&aws, "extra");
-    must(aws.kubectl(&kc, &["create", "configmap", "later"]), "create later");
-    must(aws.kubectl(&kc, &["delete", "configmap", "cm-0"]), "delete cm-0");
+    must(
+        aws.kubectl(&kc, &["create", "configmap", "later"]),
+        "create later",
+    );
+    must(
+        aws.kubectl(&kc, &["delete", "configmap", "cm-0"]),
+        "delete cm-0",
+    );
     let rv = persist_support::list_rv(&must(
         aws.kubectl(&kc, &["get", "--raw", persist_support::LIST_ONE]),
         "list",
@@ -104,7 +125,10 @@ fn snapshot_restore_round_trip_and_reset() {
     aws.ok(&["wait", "cluster-deleted", "--name", "keep"]);
 
     // Reset: back to what --restore loaded.
-    let out = must(kemu_cli(&["reset", "--admin", &second.ready.admin]), "kemu reset");
+    let out = must(
+        kemu_cli(&["reset", "--admin", &second.ready.admin]),
+        "kemu reset",
+    );
     let answer: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(answer["reset"], true, "{answer}");
     let listed = aws.json(&["list-clusters"]);
@@ -133,16 +157,31 @@ fn snapshot_restore_round_trip_and_reset() {
     let watch = String::from_utf8_lossy(&watch);
     assert!(watch.contains("\"code\":410"), "{watch}");
     // The cluster works as before the reset.
-    must(aws.kubectl(&kc, &["create", "configmap", "after-reset"]), "create after reset");
+    must(
+        aws.kubectl(&kc, &["create", "configmap", "after-reset"]),
+        "create after reset",
+    );
 
     // A bad admin URL and a bad state file fail with a clear message.
     let out = kemu_cli(&["snapshot", "x", "--admin", "https://nope"]);
     assert!(!out.status.success());
-    assert!(text(&out).contains("expected http://HOST:PORT"), "{}", text(&out));
+    assert!(
+        text(&out).contains("expected http://HOST:PORT"),
+        "{}",
+        text(&out)
+    );
     let bad = sb.path("bad.jsonl");
     std::fs::write(&bad, "{\"t\":\"put\"}\n").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_kemu"))
-        .args(["--eks-port", "0", "--gke-port", "0", "--aks-port", "0", "--restore"])
+        .args([
+            "--eks-port",
+            "0",
+            "--gke-port",
+            "0",
+            "--aks-port",
+            "0",
+            "--restore",
+        ])
         .arg(&bad)
         .output()
         .unwrap();

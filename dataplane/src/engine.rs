@@ -125,11 +125,8 @@ impl Engine {
     /// its controllers stop; new ones start when the cluster is next served
     /// ([`Engine::open_store`]).
     pub fn install_store(&self, cluster_id: &str, image: StoreImage) {
-        let store = MemoryStore::from_image(
-            self.registry.clock().clone(),
-            StoreLimits::default(),
-            image,
-        );
+        let store =
+            MemoryStore::from_image(self.registry.clock().clone(), StoreLimits::default(), image);
         if let Some(journal) = self.journal.read().clone() {
             journal.opened(cluster_id, &store.image());
             store.set_sink(Some(journal.sink(cluster_id)));

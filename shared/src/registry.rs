@@ -327,7 +327,9 @@ impl Persist for ClusterRegistry {
     fn restore(&self, state: serde_json::Value) -> Result<(), PersistError> {
         let records: Vec<ClusterRecord> = match state {
             serde_json::Value::Null => Vec::new(),
-            state => serde_json::from_value(state).map_err(|e| PersistError::invalid("registry", e))?,
+            state => {
+                serde_json::from_value(state).map_err(|e| PersistError::invalid("registry", e))?
+            }
         };
         let attached = self.dataplane_attached();
         let ids: Vec<ClusterId> = records.iter().map(|r| r.id.clone()).collect();

@@ -211,7 +211,11 @@ fn write_image(w: &mut impl Write, image: &StateImage, wal_gen: u64) -> std::io:
 }
 
 /// Writes `image` to `path` atomically (temporary file, sync, rename).
-pub fn write_state_file(path: &Path, image: &StateImage, wal_gen: u64) -> Result<(), PersistenceError> {
+pub fn write_state_file(
+    path: &Path,
+    image: &StateImage,
+    wal_gen: u64,
+) -> Result<(), PersistenceError> {
     let tmp = path.with_extension("jsonl.tmp");
     let file = std::fs::File::create(&tmp).map_err(io(&tmp))?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
@@ -246,8 +250,7 @@ fn replay_file(
         number += 1;
         progress.advance(n as u64);
         let complete = buf.last() == Some(&b'\n');
-        let parsed: Result<Line, String> =
-            serde_json::from_slice(&buf).map_err(|e| e.to_string());
+        let parsed: Result<Line, String> = serde_json::from_slice(&buf).map_err(|e| e.to_string());
         match parsed.and_then(|line| replay.apply(line)) {
             Ok(()) => {}
             Err(reason) if is_log && !complete => {
@@ -358,7 +361,10 @@ impl Persistence {
         }
         let image = replay.finish();
         progress.finish(&summary(&image));
-        let next = generations.last().map_or(first_gen, |g| g + 1).max(first_gen);
+        let next = generations
+            .last()
+            .map_or(first_gen, |g| g + 1)
+            .max(first_gen);
         let wal = Wal::open(dir, next, policy).map_err(io(dir))?;
         Ok((
             Self {
@@ -450,7 +456,11 @@ impl Persistence {
         let image = capture(kemu);
         write_state_file(&dir.join(SNAPSHOT), &image, next)?;
         self.shared.wal.remove_before(next).map_err(io(dir))?;
-        tracing::info!(objects = image.object_count(), generation = next, "state directory compacted");
+        tracing::info!(
+            objects = image.object_count(),
+            generation = next,
+            "state directory compacted"
+        );
         Ok(())
     }
 
@@ -523,7 +533,10 @@ mod tests {
     fn create(store: &dyn Store, i: usize) {
         let key = ObjectKey::new("configmaps", "default", &format!("cm-{i}"));
         store
-            .create(&key, json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"i": i}}))
+            .create(
+                &key,
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"i": i}}),
+            )
             .unwrap();
     }
 
@@ -536,7 +549,12 @@ mod tests {
         p.attach(&kemu, &image, false).unwrap();
         let cluster = kemu.registry().create(spec()).unwrap();
         p.record_cloud(&kemu);
-        let store = kemu.dataplane().unwrap().engine().store(&cluster.id).unwrap();
+        let store = kemu
+            .dataplane()
+            .unwrap()
+            .engine()
+            .store(&cluster.id)
+            .unwrap();
         for i in 0..50 {
             create(store.as_ref(), i);
         }
@@ -546,14 +564,27 @@ mod tests {
         }
         let rv = store.resource_version();
         p.stop();
-        assert_eq!(wal::generations(dir.path()).unwrap().len(), 1, "older logs removed");
+        assert_eq!(
+            wal::generations(dir.path()).unwrap().len(),
+            1,
+            "older logs removed"
+        );
 
         let (_, again) = Persistence::open(dir.path(), SyncPolicy::Group).unwrap();
         let restored = &again.stores[&cluster.id];
         assert!(restored.rv >= rv);
-        assert_eq!(restored.resources["configmaps"].iter().filter(|(k, _)| k.1.starts_with("cm-")).count(), 80);
+        assert_eq!(
+            restored.resources["configmaps"]
+                .iter()
+                .filter(|(k, _)| k.1.starts_with("cm-"))
+                .count(),
+            80
+        );
         let registry = &again.cloud["registry"];
         assert_eq!(registry[0]["id"], json!(cluster.id));
-        assert_eq!(registry[0]["ca"]["ca_cert_pem"], json!(cluster.ca.cert_pem()));
+        assert_eq!(
+            registry[0]["ca"]["ca_cert_pem"],
+            json!(cluster.ca.cert_pem())
+        );
     }
 }

@@ -24,11 +24,9 @@ impl Progress {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::new(total);
             bar.set_style(
-                ProgressStyle::with_template(
-                    "{msg} [{bar:40}] {bytes}/{total_bytes} ({eta} left)",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
+                ProgressStyle::with_template("{msg} [{bar:40}] {bytes}/{total_bytes} ({eta} left)")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
             );
             bar.set_message(label.to_owned());
             bar

@@ -413,7 +413,9 @@ mod tests {
             rv,
             kind,
             key: ObjectKey::new("configmaps", "default", name),
-            object: Arc::new(json!({"metadata": {"name": name, "resourceVersion": rv.to_string()}})),
+            object: Arc::new(
+                json!({"metadata": {"name": name, "resourceVersion": rv.to_string()}}),
+            ),
             prev: None,
             encoded: Default::default(),
         }
@@ -428,9 +430,7 @@ mod tests {
         let at = DateTime::<Utc>::UNIX_EPOCH;
         let mut replay = Replay::new();
         replay
-            .apply(parse(
-                br#"{"t":"store","c":"c1","rv":4,"compacted":0}"#,
-            ))
+            .apply(parse(br#"{"t":"store","c":"c1","rv":4,"compacted":0}"#))
             .unwrap();
         for e in [
             ev(5, EventKind::Added, "a"),
@@ -441,21 +441,30 @@ mod tests {
         }
         // A line the snapshot already holds is skipped.
         replay
-            .apply(parse(&event_line("c1", &ev(6, EventKind::Deleted, "b"), at)))
+            .apply(parse(&event_line(
+                "c1",
+                &ev(6, EventKind::Deleted, "b"),
+                at,
+            )))
             .unwrap();
         let image = replay.finish();
         let store = &image.stores["c1"];
         assert_eq!(store.rv, 7);
         assert_eq!(store.object_count(), 1);
         assert_eq!(store.history.len(), 3);
-        assert!(store.history[2].1.prev.is_some(), "a delete knows what it removed");
+        assert!(
+            store.history[2].1.prev.is_some(),
+            "a delete knows what it removed"
+        );
     }
 
     #[test]
     fn a_state_file_round_trips() {
         let at = DateTime::<Utc>::UNIX_EPOCH;
         let mut replay = Replay::new();
-        replay.apply(parse(br#"{"t":"store","c":"c1","rv":0}"#)).unwrap();
+        replay
+            .apply(parse(br#"{"t":"store","c":"c1","rv":0}"#))
+            .unwrap();
         replay
             .apply(parse(&event_line("c1", &ev(1, EventKind::Added, "a"), at)))
             .unwrap();

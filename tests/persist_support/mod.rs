@@ -144,7 +144,9 @@ pub const LIST_ONE: &str = "/api/v1/namespaces/default/configmaps?limit=1";
 /// The `metadata.resourceVersion` of a list answer; panics if it has none.
 pub fn list_rv(list_json: &[u8]) -> String {
     let list: serde_json::Value = serde_json::from_slice(list_json).expect("list json");
-    let rv = list["metadata"]["resourceVersion"].as_str().unwrap_or_default();
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default();
     assert!(!rv.is_empty(), "no resourceVersion in {list}");
     rv.to_owned()
 }

@@ -751,7 +751,10 @@ mod tests {
         assert_eq!(*seen.0.lock(), [5]);
         let copy = MemoryStore::from_image(clock, StoreLimits::default(), s.image());
         assert_eq!(copy.resource_version(), 5);
-        assert!(copy.get(&ObjectKey::new("configmaps", "default", "a")).is_some());
+        assert!(
+            copy.get(&ObjectKey::new("configmaps", "default", "a"))
+                .is_some()
+        );
         let sub = copy.watch("configmaps", WatchFrom::After(4)).unwrap();
         assert_eq!(sub.backlog.len(), 1, "history came along");
         let mut live = s.watch("configmaps", WatchFrom::Now).unwrap().live;

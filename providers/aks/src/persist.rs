@@ -69,7 +69,12 @@ mod tests {
         });
         aks.restore(saved.clone()).unwrap();
         assert_eq!(aks.snapshot(), saved);
-        assert!(aks.state.groups.lock().contains_key(&("s".into(), "myrg".into())));
+        assert!(
+            aks.state
+                .groups
+                .lock()
+                .contains_key(&("s".into(), "myrg".into()))
+        );
         assert!(aks.restore(serde_json::json!({"groups": 1})).is_err());
     }
 }

@@ -81,7 +81,10 @@ mod tests {
         let mut cluster = ClusterState::default();
         cluster.of(crate::state::Kind::Addon).insert(
             "vpc-cni".into(),
-            Item::new(json!({"status": "CREATING"}), Some((DateTime::<Utc>::UNIX_EPOCH, Some("ACTIVE")))),
+            Item::new(
+                json!({"status": "CREATING"}),
+                Some((DateTime::<Utc>::UNIX_EPOCH, Some("ACTIVE"))),
+            ),
         );
         eks.state.clusters.lock().insert("c1".into(), cluster);
         let saved = eks.snapshot();

@@ -19,8 +19,9 @@ impl Persist for Gke {
     fn restore(&self, state: serde_json::Value) -> Result<(), PersistError> {
         let ops: Vec<Operation> = match state.get("operations") {
             None | Some(serde_json::Value::Null) => Vec::new(),
-            Some(ops) => serde_json::from_value(ops.clone())
-                .map_err(|e| PersistError::invalid("gke", e))?,
+            Some(ops) => {
+                serde_json::from_value(ops.clone()).map_err(|e| PersistError::invalid("gke", e))?
+            }
         };
         self.operations.replace(ops);
         Ok(())
