@@ -15,8 +15,11 @@
 //!   API answers. Every mutating cloud API call appends the whole cloud state
 //!   as a `cloud` line (when it changed) before its response leaves
 //!   ([`facade_hook`]); cloud state is small, so a full line is simpler and
-//!   safer than per-operation records. A store opened fresh (a new cluster) or
-//!   replaced (reset) is logged as a `store` block.
+//!   safer than per-operation records. Changes made in-process rather than
+//!   through a facade call (fixtures, a host using the registry) are logged
+//!   at the end of start-up and by the background thread within 250 ms. A
+//!   store opened fresh (a new cluster) or replaced (reset) is logged as a
+//!   `store` block.
 //! - **Compaction**: once the log holds [`COMPACT_AFTER`] bytes, a background
 //!   thread starts a new log generation, writes the whole state to
 //!   `snapshot.jsonl.tmp`, syncs it, renames it over `snapshot.jsonl` and
@@ -59,6 +62,10 @@ use crate::Kemu;
 
 /// Log bytes after which the state directory is compacted into a snapshot.
 pub const COMPACT_AFTER: u64 = 64 << 20;
+
+/// Every how many sync ticks the background thread logs cloud changes made
+/// outside the facades' HTTP calls (5 × 50 ms).
+const CLOUD_CHECK_TICKS: u64 = 5;
 
 /// The snapshot file of a state directory.
 pub const SNAPSHOT: &str = "snapshot.jsonl";
@@ -425,8 +432,16 @@ impl Persistence {
     }
 
     fn background(&self, kemu: &Kemu) {
+        let mut tick: u64 = 0;
         while !self.shared.stop.load(Ordering::Acquire) {
             std::thread::sleep(wal::SYNC_EVERY);
+            tick += 1;
+            // Cloud changes made other than through a facade call (a host
+            // calling the registry in-process) are caught here, within
+            // CLOUD_CHECK_TICKS ticks; facade calls log before they answer.
+            if tick.is_multiple_of(CLOUD_CHECK_TICKS) {
+                self.record_cloud(kemu);
+            }
             self.shared.wal.sync();
             if self.shared.wal.written() >= self.shared.compact_after
                 && let Err(e) = self.compact(kemu)
