@@ -153,6 +153,12 @@ fn apply_logged(
     let dataplane = kemu.dataplane();
     if let Some(dp) = &dataplane {
         for (id, store) in &image.stores {
+            let current = dp.engine().store(id).map(|s| s.resource_version());
+            if mode == ApplyMode::Reset && current == Some(store.rv) {
+                // Not written since start-up (every write bumps the
+                // resourceVersion): nothing to put back, watches go on.
+                continue;
+            }
             let store = match mode {
                 ApplyMode::Startup => store.clone(),
                 ApplyMode::Reset => {
