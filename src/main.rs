@@ -38,9 +38,12 @@ struct Cli {
     /// `always` (before every answer).
     #[arg(long, env = "KEMU_FSYNC", value_enum, default_value = "group")]
     fsync: SyncPolicy,
-    /// Admin endpoint port (snapshot, reset; plain HTTP on the bind host); 0
-    /// picks a free one.
-    #[arg(long, env = "KEMU_ADMIN_PORT", default_value_t = 4753)]
+    /// Log bytes after which the state directory is compacted into a snapshot.
+    #[arg(long, env = "KEMU_COMPACT_AFTER", default_value_t = persist::COMPACT_AFTER)]
+    compact_after: u64,
+    /// Admin endpoint port (snapshot, reset; plain HTTP on the bind host). The
+    /// default, 0, picks a free one: the ready line's `admin` says which.
+    #[arg(long, env = "KEMU_ADMIN_PORT", default_value_t = 0)]
     admin_port: u16,
     /// Address the facades and cluster listeners bind to.
     #[arg(long, env = "KEMU_BIND_HOST", default_value = "127.0.0.1")]
@@ -99,13 +102,13 @@ enum Admin {
         /// Where to write the state file.
         file: PathBuf,
         /// The admin endpoint: the ready line's `admin`.
-        #[arg(long, env = "KEMU_ADMIN_URL", default_value = "http://127.0.0.1:4753")]
+        #[arg(long, env = "KEMU_ADMIN_URL")]
         admin: String,
     },
     /// Return a running kemu to its start-up state.
     Reset {
         /// The admin endpoint: the ready line's `admin`.
-        #[arg(long, env = "KEMU_ADMIN_URL", default_value = "http://127.0.0.1:4753")]
+        #[arg(long, env = "KEMU_ADMIN_URL")]
         admin: String,
     },
 }
@@ -156,7 +159,7 @@ fn load_state(kemu: &kemu::Kemu, cli: &Cli) -> anyhow::Result<Option<Persistence
         }
         return Ok(None);
     };
-    let (persistence, stored) = Persistence::open(dir, cli.fsync)?;
+    let (persistence, stored) = Persistence::open_with(dir, cli.fsync, cli.compact_after)?;
     let rewrite = restored.is_some();
     persistence.attach(kemu, restored.as_ref().unwrap_or(&stored), rewrite)?;
     Ok(Some(persistence))

@@ -92,6 +92,11 @@ impl Running {
 
     /// Start-up is complete: what a reset returns to is the state now.
     pub fn mark_started(&self) {
+        if let Some(p) = &self.persistence {
+            // What start-up made in-process (fixtures) is in the log before
+            // the ready line.
+            p.record_cloud(&self.kemu);
+        }
         if let Some(admin) = &self.admin {
             admin.mark_start();
         }

@@ -36,6 +36,9 @@ pub struct Engine {
     controllers: Arc<DashMap<String, Controllers>>,
     networks: Arc<DashMap<String, Arc<ClusterNetwork>>>,
     authorization: Mode,
+    /// The last resourceVersion of each retired cluster's store, so a store
+    /// put back (reset) never counts below what clients have seen.
+    retired: Arc<DashMap<String, u64>>,
     /// Where every store's writes are logged, when kemu persists its state.
     journal: Arc<parking_lot::RwLock<Option<Arc<dyn ClusterJournal>>>>,
 }
@@ -67,6 +70,7 @@ impl Engine {
             networks: Arc::new(DashMap::new()),
             authorization: Mode::default(),
             journal: Arc::default(),
+            retired: Arc::default(),
         }
     }
 
@@ -114,6 +118,15 @@ impl Engine {
         self.stores
             .get(cluster_id)
             .map(|s| s.value().clone() as Arc<dyn Store>)
+    }
+
+    /// The newest resourceVersion the cluster's store has issued: of its
+    /// store, or of the store it had when it was retired.
+    pub fn last_resource_version(&self, cluster_id: &str) -> Option<u64> {
+        match self.stores.get(cluster_id) {
+            Some(s) => Some(s.resource_version()),
+            None => self.retired.get(cluster_id).map(|rv| *rv),
+        }
     }
 
     /// The whole content of every served cluster's store, by cluster id.
@@ -262,6 +275,8 @@ impl Engine {
         self.networks.remove(cluster_id);
         self.cluster_resources.remove(cluster_id);
         if let Some((_, old)) = self.stores.remove(cluster_id) {
+            self.retired
+                .insert(cluster_id.to_owned(), old.resource_version());
             old.close();
         }
     }

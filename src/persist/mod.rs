@@ -15,8 +15,11 @@
 //!   API answers. Every mutating cloud API call appends the whole cloud state
 //!   as a `cloud` line (when it changed) before its response leaves
 //!   ([`facade_hook`]); cloud state is small, so a full line is simpler and
-//!   safer than per-operation records. A store opened fresh (a new cluster) or
-//!   replaced (reset) is logged as a `store` block.
+//!   safer than per-operation records. Changes made in-process rather than
+//!   through a facade call (fixtures, a host using the registry) are logged
+//!   at the end of start-up and by the background thread within 250 ms. A
+//!   store opened fresh (a new cluster) or replaced (reset) is logged as a
+//!   `store` block.
 //! - **Compaction**: once the log holds [`COMPACT_AFTER`] bytes, a background
 //!   thread starts a new log generation, writes the whole state to
 //!   `snapshot.jsonl.tmp`, syncs it, renames it over `snapshot.jsonl` and
@@ -59,6 +62,10 @@ use crate::Kemu;
 
 /// Log bytes after which the state directory is compacted into a snapshot.
 pub const COMPACT_AFTER: u64 = 64 << 20;
+
+/// Every how many sync ticks the background thread logs cloud changes made
+/// outside the facades' HTTP calls (5 × 50 ms).
+const CLOUD_CHECK_TICKS: u64 = 5;
 
 /// The snapshot file of a state directory.
 pub const SNAPSHOT: &str = "snapshot.jsonl";
@@ -146,11 +153,19 @@ fn apply_logged(
     let dataplane = kemu.dataplane();
     if let Some(dp) = &dataplane {
         for (id, store) in &image.stores {
+            let current = dp.engine().store(id).map(|s| s.resource_version());
+            if mode == ApplyMode::Reset && current == Some(store.rv) {
+                // Not written since start-up (every write bumps the
+                // resourceVersion): nothing to put back, watches go on.
+                continue;
+            }
             let store = match mode {
                 ApplyMode::Startup => store.clone(),
                 ApplyMode::Reset => {
-                    let now = dp.engine().store(id).map_or(0, |s| s.resource_version());
-                    let rv = store.rv.max(now);
+                    let now = dp.engine().last_resource_version(id).unwrap_or(0);
+                    // One past anything a client has seen: every older
+                    // resourceVersion is compacted.
+                    let rv = store.rv.max(now) + 1;
                     StoreImage {
                         rv,
                         compacted: rv,
@@ -423,8 +438,16 @@ impl Persistence {
     }
 
     fn background(&self, kemu: &Kemu) {
+        let mut tick: u64 = 0;
         while !self.shared.stop.load(Ordering::Acquire) {
             std::thread::sleep(wal::SYNC_EVERY);
+            tick += 1;
+            // Cloud changes made other than through a facade call (a host
+            // calling the registry in-process) are caught here, within
+            // CLOUD_CHECK_TICKS ticks; facade calls log before they answer.
+            if tick.is_multiple_of(CLOUD_CHECK_TICKS) {
+                self.record_cloud(kemu);
+            }
             self.shared.wal.sync();
             if self.shared.wal.written() >= self.shared.compact_after
                 && let Err(e) = self.compact(kemu)
@@ -503,5 +526,86 @@ impl EventSink for ClusterSink {
         self.shared
             .wal
             .append(&record::event_line(&self.cluster, event, at));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kemu_dataplane::store::{ObjectKey, Store};
+    use kemu_shared::{ClusterSpec, OwnerScope};
+    use serde_json::json;
+
+    fn spec() -> ClusterSpec {
+        ClusterSpec {
+            scope: OwnerScope::Eks {
+                account: "000000000000".into(),
+                region: "us-east-1".into(),
+            },
+            name: "c".into(),
+            version: "1.34".into(),
+            node_pools: vec![],
+            tags: Default::default(),
+            provisioning: std::time::Duration::ZERO,
+            extra: serde_json::Value::Null,
+        }
+    }
+
+    fn create(store: &dyn Store, i: usize) {
+        let key = ObjectKey::new("configmaps", "default", &format!("cm-{i}"));
+        store
+            .create(
+                &key,
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"i": i}}),
+            )
+            .unwrap();
+    }
+
+    #[test]
+    fn snapshot_plus_log_replays_every_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let kemu = Kemu::builder().build().unwrap();
+        let (p, image) = Persistence::open(dir.path(), SyncPolicy::Always).unwrap();
+        assert_eq!(image.object_count(), 0);
+        p.attach(&kemu, &image, false).unwrap();
+        let cluster = kemu.registry().create(spec()).unwrap();
+        p.record_cloud(&kemu);
+        let store = kemu
+            .dataplane()
+            .unwrap()
+            .engine()
+            .store(&cluster.id)
+            .unwrap();
+        for i in 0..50 {
+            create(store.as_ref(), i);
+        }
+        p.compact(&kemu).unwrap();
+        for i in 50..80 {
+            create(store.as_ref(), i);
+        }
+        let rv = store.resource_version();
+        p.stop();
+        assert_eq!(
+            wal::generations(dir.path()).unwrap().len(),
+            1,
+            "older logs removed"
+        );
+
+        let (_, again) = Persistence::open(dir.path(), SyncPolicy::Group).unwrap();
+        let restored = &again.stores[&cluster.id];
+        assert!(restored.rv >= rv);
+        assert_eq!(
+            restored.resources["configmaps"]
+                .iter()
+                .filter(|(k, _)| k.1.starts_with("cm-"))
+                .count(),
+            80
+        );
+        let registry = &again.cloud["registry"];
+        assert_eq!(registry[0]["id"], json!(cluster.id));
+        assert_eq!(
+            registry[0]["ca"]["ca_cert_pem"],
+            json!(cluster.ca.cert_pem())
+        );
     }
 }

@@ -798,6 +798,37 @@ mod tests {
     }
 
     #[test]
+    fn images_round_trip_with_history_and_a_sink_sees_every_write() {
+        #[derive(Default)]
+        struct Seen(parking_lot::Mutex<Vec<u64>>);
+        impl EventSink for Seen {
+            fn committed(&self, event: &Event, _at: DateTime<Utc>) {
+                self.0.lock().push(event.rv);
+            }
+        }
+        let (clock, s) = store();
+        let seen = Arc::new(Seen::default());
+        s.set_sink(Some(seen.clone()));
+        s.create(&ObjectKey::new("configmaps", "default", "a"), cm("a"))
+            .unwrap();
+        assert_eq!(*seen.0.lock(), [5]);
+        let copy = MemoryStore::from_image(clock, StoreLimits::default(), s.image());
+        assert_eq!(copy.resource_version(), 5);
+        assert!(
+            copy.get(&ObjectKey::new("configmaps", "default", "a"))
+                .is_some()
+        );
+        let sub = copy.watch("configmaps", WatchFrom::After(4)).unwrap();
+        assert_eq!(sub.backlog.len(), 1, "history came along");
+        let mut live = s.watch("configmaps", WatchFrom::Now).unwrap().live;
+        s.close();
+        assert!(matches!(
+            live.try_recv(),
+            Err(broadcast::error::TryRecvError::Closed)
+        ));
+    }
+
+    #[test]
     fn snapshots_stay_consistent_while_writes_go_on() {
         let (clock, s) = store();
         let k = ObjectKey::new("configmaps", "default", "a");

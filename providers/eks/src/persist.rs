@@ -45,11 +45,12 @@ impl Persist for Eks {
     }
 }
 
+/// An [`Item::pending`] transition.
+type Pending = Option<(DateTime<Utc>, Option<&'static str>)>;
+
 /// Reads [`Item::pending`]: the status is one of a handful of EKS words, kept
 /// as `&'static str`; each distinct word is allocated once per process.
-pub(crate) fn pending_status<'de, D: Deserializer<'de>>(
-    d: D,
-) -> Result<Option<(DateTime<Utc>, Option<&'static str>)>, D::Error> {
+pub(crate) fn pending_status<'de, D: Deserializer<'de>>(d: D) -> Result<Pending, D::Error> {
     static WORDS: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
     let raw: Option<(DateTime<Utc>, Option<String>)> = Option::deserialize(d)?;
     Ok(raw.map(|(at, status)| {

@@ -1,0 +1,191 @@
+//! `kemu snapshot FILE` → `kemu --restore FILE` round trip, and `kemu reset`
+//! back to the start-up state, driven by the aws CLI and kubectl.
+
+mod common;
+mod eks_support;
+mod persist_support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::{Sandbox, text};
+use eks_support::Aws;
+use persist_support::{Kemu, Ports, names};
+use serde_json::Value;
+
+const ROLE: &str = "arn:aws:iam::123456789012:role/eks";
+
+fn must(out: Output, what: &str) -> Vec<u8> {
+    assert!(out.status.success(), "{what}: {}", text(&out));
+    out.stdout
+}
+
+/// `kemu ARGS` as a client of a running kemu.
+fn kemu_cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kemu"))
+        .args(args)
+        .output()
+        .expect("run kemu")
+}
+
+fn create_cluster(aws: &Aws, name: &str) {
+    aws.json(&[
+        "create-cluster",
+        "--name",
+        name,
+        "--role-arn",
+        ROLE,
+        "--resources-vpc-config",
+        "subnetIds=subnet-a",
+    ]);
+}
+
+fn configmaps(aws: &Aws, kc: &Path) -> std::collections::BTreeSet<String> {
+    names(&must(
+        aws.kubectl(kc, &["get", "configmaps", "-o", "json"]),
+        "kubectl get configmaps",
+    ))
+}
+
+#[test]
+fn snapshot_restore_round_trip_and_reset() {
+    let sb = Sandbox::new();
+    let run = sb.path("run");
+    let ports = Ports::free();
+    let first = Kemu::start(&ports, &run, &[]);
+    assert!(
+        first.ready.admin.starts_with("http://127.0.0.1:"),
+        "{:?}",
+        first.ready
+    );
+    let aws = Aws::new(&sb, &first.ready.eks);
+    create_cluster(&aws, "keep");
+    let kc = sb.path("keep.kubeconfig");
+    aws.ok(&[
+        "update-kubeconfig",
+        "--name",
+        "keep",
+        "--kubeconfig",
+        kc.to_str().unwrap(),
+    ]);
+    let bulk = sb.path("bulk.json");
+    std::fs::write(&bulk, persist_support::config_maps("cm", 20)).unwrap();
+    must(
+        aws.kubectl(&kc, &["create", "-f", bulk.to_str().unwrap()]),
+        "kubectl create",
+    );
+    let before = aws.json(&["describe-cluster", "--name", "keep"]);
+
+    // Snapshot through the admin endpoint, then a new kemu from the file.
+    let file = sb.path("state.jsonl");
+    must(
+        kemu_cli(&[
+            "snapshot",
+            file.to_str().unwrap(),
+            "--admin",
+            &first.ready.admin,
+        ]),
+        "kemu snapshot",
+    );
+    first.stop();
+    let second = Kemu::start(&ports, &run, &["--restore", file.to_str().unwrap()]);
+    assert!(
+        second.stderr().contains("kemu: restoring"),
+        "restore progress on stderr: {}",
+        second.stderr()
+    );
+    let aws = Aws::new(&sb, &second.ready.eks);
+    let after = aws.json(&["describe-cluster", "--name", "keep"]);
+    assert_eq!(after["cluster"]["endpoint"], before["cluster"]["endpoint"]);
+    assert_eq!(
+        after["cluster"]["certificateAuthority"],
+        before["cluster"]["certificateAuthority"]
+    );
+    let restored = configmaps(&aws, &kc);
+    for i in 0..20 {
+        assert!(restored.contains(&format!("cm-{i}")), "{restored:?}");
+    }
+
+    // Changes after start-up: a new cluster, a new object, a deleted object,
+    // and the start-up cluster deleted.
+    create_cluster(&aws, "extra");
+    must(
+        aws.kubectl(&kc, &["create", "configmap", "later"]),
+        "create later",
+    );
+    must(
+        aws.kubectl(&kc, &["delete", "configmap", "cm-0"]),
+        "delete cm-0",
+    );
+    let rv = persist_support::list_rv(&must(
+        aws.kubectl(&kc, &["get", "--raw", persist_support::LIST_ONE]),
+        "list",
+    ));
+    aws.ok(&["delete-cluster", "--name", "keep"]);
+    aws.ok(&["wait", "cluster-deleted", "--name", "keep"]);
+
+    // Reset: back to what --restore loaded.
+    let out = must(
+        kemu_cli(&["reset", "--admin", &second.ready.admin]),
+        "kemu reset",
+    );
+    let answer: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(answer["reset"], true, "{answer}");
+    let listed = aws.json(&["list-clusters"]);
+    assert_eq!(listed["clusters"], serde_json::json!(["keep"]));
+    let after_reset = aws.json(&["describe-cluster", "--name", "keep"]);
+    assert_eq!(
+        after_reset["cluster"]["endpoint"], before["cluster"]["endpoint"],
+        "the deleted cluster is back on its port"
+    );
+    let objects = configmaps(&aws, &kc);
+    assert!(objects.contains("cm-0"), "{objects:?}");
+    assert!(!objects.contains("later"), "{objects:?}");
+    // resourceVersions do not go back: a watch from before the reset is told
+    // to list again.
+    let watch = must(
+        aws.kubectl(
+            &kc,
+            &[
+                "get",
+                "--raw",
+                &format!("/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=1"),
+            ],
+        ),
+        "watch after reset",
+    );
+    let watch = String::from_utf8_lossy(&watch);
+    assert!(watch.contains("\"code\":410"), "{watch}");
+    // The cluster works as before the reset.
+    must(
+        aws.kubectl(&kc, &["create", "configmap", "after-reset"]),
+        "create after reset",
+    );
+
+    // A bad admin URL and a bad state file fail with a clear message.
+    let out = kemu_cli(&["snapshot", "x", "--admin", "https://nope"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("expected http://HOST:PORT"),
+        "{}",
+        text(&out)
+    );
+    let bad = sb.path("bad.jsonl");
+    std::fs::write(&bad, "{\"t\":\"put\"}\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kemu"))
+        .args([
+            "--eks-port",
+            "0",
+            "--gke-port",
+            "0",
+            "--aks-port",
+            "0",
+            "--restore",
+        ])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(text(&out).contains("bad.jsonl:1:"), "{}", text(&out));
+    second.stop();
+}
