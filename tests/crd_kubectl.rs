@@ -8,13 +8,11 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Sandbox, eks_spec, text, write_kubeconfig};
+use common::{KubectlCluster, eks_spec};
 use futures_util::StreamExt;
-use kemu::Kemu;
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
 };
@@ -139,61 +137,13 @@ spec:
       openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
 "#;
 
-struct Cluster {
-    kemu: Kemu,
-    id: String,
-    sandbox: Sandbox,
-    kubeconfig: PathBuf,
+type Cluster = KubectlCluster;
+
+fn cluster(name: &str) -> Cluster {
+    KubectlCluster::new(eks_spec(name))
 }
 
-impl Cluster {
-    fn new(name: &str) -> Self {
-        let kemu = Kemu::builder().build().unwrap();
-        let a = kemu.registry().create(eks_spec(name)).unwrap();
-        let sandbox = Sandbox::new();
-        let kubeconfig = sandbox.path("kubeconfig");
-        write_kubeconfig(&kubeconfig, &a, a.ca.cert_pem(), kemu.clock().now());
-        Self {
-            kemu,
-            id: a.id,
-            sandbox,
-            kubeconfig,
-        }
-    }
-
-    fn run(&self, args: &[&str]) -> std::process::Output {
-        self.sandbox.kubectl(&self.kubeconfig, args)
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(out.status.success(), "kubectl {args:?}: {}", text(&out));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn fails(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            !out.status.success(),
-            "kubectl {args:?} should fail: {}",
-            text(&out)
-        );
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut all = args.to_vec();
-        all.extend(["-o", "json"]);
-        let body = self.ok(&all);
-        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{args:?}: {e}: {body}"))
-    }
-
-    fn file(&self, name: &str, body: &str) -> String {
-        let path = self.sandbox.path(name);
-        std::fs::write(&path, body).unwrap();
-        path.to_string_lossy().into_owned()
-    }
-
+impl KubectlCluster {
     fn install_crd(&self) {
         let crd = self.file("crd.yaml", CRD);
         let out = self.ok(&["apply", "-f", &crd]);
@@ -215,7 +165,7 @@ impl Cluster {
     /// How many CronTabs the cluster's store holds (every namespace).
     fn stored_crontabs(&self) -> usize {
         let dataplane = self.kemu.dataplane().expect("data plane");
-        let store = dataplane.engine().store(&self.id).expect("store");
+        let store = dataplane.engine().store(&self.record.id).expect("store");
         store
             .snapshot("crontabs.stable.example.com")
             .iter(None, None)
@@ -225,7 +175,7 @@ impl Cluster {
 
 #[test]
 fn a_crd_from_yaml_serves_validated_custom_resources_until_it_is_deleted() {
-    let c = Cluster::new("crd");
+    let c = cluster("crd");
     c.install_crd();
     let crd = c.json(&["get", "crd", "crontabs.stable.example.com"]);
     let conditions = crd["status"]["conditions"].as_array().unwrap();
@@ -474,7 +424,7 @@ const FINALIZER: &str = "stable.example.com/cleanup";
 /// cleanup removes the finalizer, and a watcher sees it change then vanish.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kube_rs_finalizer_loop_over_a_custom_resource() {
-    let c = Cluster::new("crd-kube");
+    let c = cluster("crd-kube");
     tokio::task::block_in_place(|| c.install_crd());
     let client = kube_client(&c).await;
     let ar = ApiResource::from_gvk_with_plural(

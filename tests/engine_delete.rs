@@ -7,81 +7,27 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::{Sandbox, text, write_kubeconfig};
-use kemu::Kemu;
-use kemu::shared::{ClusterRecord, NodePool};
+use common::{KubectlCluster, text};
+use kemu::shared::NodePool;
 use serde_json::{Value, json};
 
-struct Cluster {
-    now: chrono::DateTime<chrono::Utc>,
-    _kemu: Kemu,
-    record: ClusterRecord,
-    sandbox: Sandbox,
-    kubeconfig: PathBuf,
+type Cluster = KubectlCluster;
+
+fn cluster(name: &str) -> Cluster {
+    let mut spec = common::eks_spec(name);
+    spec.node_pools = vec![NodePool {
+        name: "ng".into(),
+        count: 2,
+        machine_type: "m5.large".into(),
+        labels: Default::default(),
+        taints: vec![],
+    }];
+    let c = KubectlCluster::new(spec);
+    common::wait_for_root_ca(&c.kemu, &c.record, "default");
+    c
 }
 
-impl Cluster {
-    fn new(name: &str) -> Self {
-        let kemu = Kemu::builder().build().unwrap();
-        let mut spec = common::eks_spec(name);
-        spec.node_pools = vec![NodePool {
-            name: "ng".into(),
-            count: 2,
-            machine_type: "m5.large".into(),
-            labels: Default::default(),
-            taints: vec![],
-        }];
-        let record = kemu.registry().create(spec).unwrap();
-        let sandbox = Sandbox::new();
-        let kubeconfig = sandbox.path("kubeconfig");
-        write_kubeconfig(
-            &kubeconfig,
-            &record,
-            record.ca.cert_pem(),
-            kemu.clock().now(),
-        );
-        common::wait_for_root_ca(&kemu, &record, "default");
-        Self {
-            now: kemu.clock().now(),
-            _kemu: kemu,
-            record,
-            sandbox,
-            kubeconfig,
-        }
-    }
-
-    fn run(&self, args: &[&str]) -> std::process::Output {
-        self.sandbox.kubectl(&self.kubeconfig, args)
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(out.status.success(), "kubectl {args:?}: {}", text(&out));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut all = args.to_vec();
-        all.extend(["-o", "json"]);
-        let body = self.ok(&all);
-        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{args:?}: {e}: {body}"))
-    }
-
-    fn items(&self, args: &[&str]) -> Vec<Value> {
-        self.json(args)["items"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-    }
-
-    fn file(&self, name: &str, body: &str) -> String {
-        let path = self.sandbox.path(name);
-        std::fs::write(&path, body).unwrap();
-        path.to_string_lossy().into_owned()
-    }
-
+impl KubectlCluster {
     fn rolled_out(&self, name: &str, replicas: u32) {
         self.ok(&[
             "create",
@@ -101,7 +47,7 @@ impl Cluster {
 
 #[test]
 fn cascades_orphan_foreground_and_background_with_the_garbage_collector() {
-    let c = Cluster::new("cascade");
+    let c = cluster("cascade");
 
     // Orphan: the Deployment goes, its ReplicaSet and Pods stay, unowned.
     c.rolled_out("orphans", 2);
@@ -219,7 +165,7 @@ data:
 
 #[test]
 fn server_dry_runs_and_diff_change_nothing() {
-    let c = Cluster::new("dryrun");
+    let c = cluster("dryrun");
     let v1 = c.file("cm.yaml", CM);
     let v2 = c.file("cm2.yaml", CM_CHANGED);
     c.ok(&["apply", "-f", &v1]);
@@ -293,7 +239,7 @@ spec:
 
 #[test]
 fn unknown_fields_are_rejected_or_warned_about() {
-    let c = Cluster::new("fields");
+    let c = cluster("fields");
     let f = c.file("strict.yaml", UNKNOWN_FIELDS);
     let out = c.run(&["create", "-f", &f]);
     assert!(!out.status.success());
@@ -419,7 +365,7 @@ const CMS: &str = "/api/v1/namespaces/default/configmaps";
 
 #[test]
 fn duplicate_fields_bad_options_and_preconditions_on_the_wire() {
-    let c = Cluster::new("wire");
+    let c = cluster("wire");
     let raw = Raw::new(&c);
     let dup = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d","name":"d"},"data":{"k":"1","k":"2"},"extra":true}"#;
     let (code, _, s) = raw.call(
@@ -585,7 +531,7 @@ fn duplicate_fields_bad_options_and_preconditions_on_the_wire() {
 
 #[test]
 fn python_client_finalizers_hold_a_deleted_object_until_removed() {
-    let c = Cluster::new("py");
+    let c = cluster("py");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/engine_lifecycle.py");
     let out = c
         .sandbox

@@ -5,66 +5,24 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::Stdio;
 
-use common::{Sandbox, eks_spec, text, write_kubeconfig};
-use kemu::Kemu;
+use common::{KubectlCluster, eks_spec, text};
 use kemu::shared::NodePool;
 use serde_json::Value;
 
-struct Cluster {
-    kemu: Kemu,
-    id: String,
-    sandbox: Sandbox,
-    kubeconfig: PathBuf,
-}
+type Cluster = KubectlCluster;
 
-impl Cluster {
-    fn new() -> Self {
-        let kemu = Kemu::builder().build().unwrap();
-        let mut spec = eks_spec("alpha");
-        spec.node_pools = vec![NodePool {
-            name: "workers".into(),
-            count: 3,
-            machine_type: "m5.large".into(),
-            labels: [("team".to_owned(), "core".to_owned())].into(),
-            taints: vec![],
-        }];
-        let a = kemu.registry().create(spec).unwrap();
-        let sandbox = Sandbox::new();
-        let kubeconfig = sandbox.path("kubeconfig");
-        write_kubeconfig(&kubeconfig, &a, a.ca.cert_pem(), kemu.clock().now());
-        Self {
-            kemu,
-            id: a.id,
-            sandbox,
-            kubeconfig,
-        }
-    }
-
-    fn run(&self, args: &[&str]) -> std::process::Output {
-        self.sandbox.kubectl(&self.kubeconfig, args)
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(out.status.success(), "kubectl {args:?}: {}", text(&out));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut all = args.to_vec();
-        all.extend(["-o", "json"]);
-        let body = self.ok(&all);
-        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{args:?}: {e}: {body}"))
-    }
-
-    fn file(&self, name: &str, body: &str) -> String {
-        let path = self.sandbox.path(name);
-        std::fs::write(&path, body).unwrap();
-        path.to_string_lossy().into_owned()
-    }
+fn cluster() -> Cluster {
+    let mut spec = eks_spec("alpha");
+    spec.node_pools = vec![NodePool {
+        name: "workers".into(),
+        count: 3,
+        machine_type: "m5.large".into(),
+        labels: [("team".to_owned(), "core".to_owned())].into(),
+        taints: vec![],
+    }];
+    KubectlCluster::new(spec)
 }
 
 const DEPLOY_V1: &str = r#"
@@ -109,7 +67,7 @@ spec:
 
 #[test]
 fn apply_twice_then_scale_label_annotate_and_delete() {
-    let c = Cluster::new();
+    let c = cluster();
     let v1 = c.file("v1.yaml", DEPLOY_V1);
     let out = c.ok(&["apply", "-f", &v1]);
     assert!(out.contains("deployment.apps/web created"), "{out}");
@@ -176,7 +134,7 @@ fn apply_twice_then_scale_label_annotate_and_delete() {
 
 #[test]
 fn get_with_selectors_across_namespaces() {
-    let c = Cluster::new();
+    let c = cluster();
     let cm = c.file(
         "cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  labels: {app: web}\ndata: {a: '1'}\n",
@@ -296,7 +254,7 @@ fn get_with_selectors_across_namespaces() {
 
 #[test]
 fn get_watch_streams_each_change() {
-    let c = Cluster::new();
+    let c = cluster();
     let mut watch = c
         .sandbox
         .command("kubectl")
@@ -340,7 +298,7 @@ fn get_watch_streams_each_change() {
 
 #[test]
 fn node_pools_are_nodes() {
-    let c = Cluster::new();
+    let c = cluster();
     let nodes = c.json(&["get", "nodes"]);
     let items = nodes["items"].as_array().unwrap();
     assert_eq!(items.len(), 3);
@@ -365,7 +323,7 @@ fn node_pools_are_nodes() {
     // Scaling the pool through the registry (as the facades do) moves the Nodes.
     c.kemu
         .registry()
-        .update(&c.id, |r| {
+        .update(&c.record.id, |r| {
             r.node_pools[0].count = 5;
             Ok(())
         })
@@ -376,7 +334,7 @@ fn node_pools_are_nodes() {
     );
     c.kemu
         .registry()
-        .update(&c.id, |r| {
+        .update(&c.record.id, |r| {
             r.node_pools.clear();
             Ok(())
         })
@@ -389,7 +347,7 @@ fn node_pools_are_nodes() {
 
 #[test]
 fn server_side_apply_and_server_dry_run() {
-    let c = Cluster::new();
+    let c = cluster();
     let v1 = c.file("v1.yaml", DEPLOY_V1);
     let out = c.ok(&["apply", "--server-side", "-f", &v1]);
     assert!(out.contains("serverside-applied"), "{out}");

@@ -7,65 +7,26 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::{Sandbox, eks_spec, text, write_kubeconfig};
-use kemu::Kemu;
+use common::{KubectlCluster, eks_spec, text};
 use serde_json::{Value, json};
 
-struct Cluster {
-    _kemu: Kemu,
-    sandbox: Sandbox,
-    kubeconfig: PathBuf,
+type Cluster = KubectlCluster;
+
+/// kubectl hides managed fields unless asked.
+trait ManagedJson {
+    fn json_mf(&self, args: &[&str]) -> Value;
 }
 
-impl Cluster {
-    fn new(name: &str) -> Self {
-        let kemu = Kemu::builder().build().unwrap();
-        let a = kemu.registry().create(eks_spec(name)).unwrap();
-        let sandbox = Sandbox::new();
-        let kubeconfig = sandbox.path("kubeconfig");
-        write_kubeconfig(&kubeconfig, &a, a.ca.cert_pem(), kemu.clock().now());
-        Self {
-            _kemu: kemu,
-            sandbox,
-            kubeconfig,
-        }
-    }
-
-    fn run(&self, args: &[&str]) -> std::process::Output {
-        self.sandbox.kubectl(&self.kubeconfig, args)
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(out.status.success(), "kubectl {args:?}: {}", text(&out));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn fails(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            !out.status.success(),
-            "kubectl {args:?} should fail: {}",
-            text(&out)
-        );
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
+impl ManagedJson for KubectlCluster {
+    fn json_mf(&self, args: &[&str]) -> Value {
         let mut all = args.to_vec();
-        // kubectl hides managed fields unless asked.
-        all.extend(["-o", "json", "--show-managed-fields"]);
-        let body = self.ok(&all);
-        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{args:?}: {e}: {body}"))
+        all.push("--show-managed-fields");
+        self.json(&all)
     }
+}
 
-    fn file(&self, name: &str, body: &str) -> String {
-        let path = self.sandbox.path(name);
-        std::fs::write(&path, body).unwrap();
-        path.to_string_lossy().into_owned()
-    }
+fn cluster(name: &str) -> Cluster {
+    KubectlCluster::new(eks_spec(name))
 }
 
 const DEPLOY: &str = r#"
@@ -112,10 +73,10 @@ fn manager<'a>(d: &'a Value, name: &str) -> Option<&'a Value> {
 
 #[test]
 fn kubectl_patch_types_set_image_edit_and_replace() {
-    let c = Cluster::new("patches");
+    let c = cluster("patches");
     let f = c.file("web.yaml", DEPLOY);
     c.ok(&["create", "-f", &f]);
-    let d = c.json(&["get", "deploy", "web"]);
+    let d = c.json_mf(&["get", "deploy", "web"]);
     assert_eq!(
         manager(&d, "kubectl-create").unwrap()["operation"],
         "Update"
@@ -126,7 +87,7 @@ fn kubectl_patch_types_set_image_edit_and_replace() {
         "patch", "deploy", "web", "--type", "strategic", "-p",
         r#"{"spec":{"template":{"spec":{"containers":[{"name":"nginx","env":[{"name":"B","value":"2"}]}]}}}}"#,
     ]);
-    let d = c.json(&["get", "deploy", "web"]);
+    let d = c.json_mf(&["get", "deploy", "web"]);
     let nginx = &d["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(
         nginx["env"],
@@ -144,7 +105,7 @@ fn kubectl_patch_types_set_image_edit_and_replace() {
         r#"{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","$patch":"delete"}]}}}}"#,
     ]);
     assert_eq!(
-        containers(&c.json(&["get", "deploy", "web"])),
+        containers(&c.json_mf(&["get", "deploy", "web"])),
         [("nginx".into(), "nginx:1.25".into())]
     );
 
@@ -158,7 +119,7 @@ fn kubectl_patch_types_set_image_edit_and_replace() {
         "-p",
         r#"{"metadata":{"labels":{"tier":"front","app":null}}}"#,
     ]);
-    let d = c.json(&["get", "deploy", "web"]);
+    let d = c.json_mf(&["get", "deploy", "web"]);
     assert_eq!(d["metadata"]["labels"], json!({"tier": "front"}));
 
     // JSON patch with test, add, replace.
@@ -166,7 +127,7 @@ fn kubectl_patch_types_set_image_edit_and_replace() {
         "patch", "deploy", "web", "--type", "json", "-p",
         r#"[{"op":"test","path":"/spec/replicas","value":1},{"op":"replace","path":"/spec/replicas","value":2},{"op":"add","path":"/metadata/labels/x~1y","value":"z"}]"#,
     ]);
-    let d = c.json(&["get", "deploy", "web"]);
+    let d = c.json_mf(&["get", "deploy", "web"]);
     assert_eq!(d["spec"]["replicas"], 2);
     assert_eq!(d["metadata"]["labels"]["x/y"], "z");
     let rv = d["metadata"]["resourceVersion"].clone();
@@ -180,7 +141,7 @@ fn kubectl_patch_types_set_image_edit_and_replace() {
         err.contains("the server rejected our request due to an error in our request"),
         "{err}"
     );
-    let d = c.json(&["get", "deploy", "web"]);
+    let d = c.json_mf(&["get", "deploy", "web"]);
     assert_eq!(d["spec"]["replicas"], 2);
     assert_eq!(d["metadata"]["resourceVersion"], rv);
 
@@ -199,7 +160,7 @@ fn kubectl_patch_types_set_image_edit_and_replace() {
 
     // set image: a strategic patch with $setElementOrder.
     c.ok(&["set", "image", "deploy/web", "nginx=nginx:1.27"]);
-    let d = c.json(&["get", "deploy", "web"]);
+    let d = c.json_mf(&["get", "deploy", "web"]);
     assert_eq!(containers(&d), [("nginx".into(), "nginx:1.27".into())]);
     assert!(manager(&d, "kubectl-set").is_some());
 
@@ -219,7 +180,7 @@ fn kubectl_patch_types_set_image_edit_and_replace() {
         .output()
         .unwrap();
     assert!(out.status.success(), "edit: {}", text(&out));
-    let d = c.json(&["get", "deploy", "web"]);
+    let d = c.json_mf(&["get", "deploy", "web"]);
     assert_eq!(d["spec"]["replicas"], 4);
     assert_eq!(
         manager(&d, "kubectl-edit").unwrap()["fieldsV1"]["f:spec"]["f:replicas"],
@@ -233,18 +194,18 @@ fn kubectl_patch_types_set_image_edit_and_replace() {
     );
 
     // replace: the whole object, managed fields recorded for kubectl-replace.
-    let mut d = c.json(&["get", "deploy", "web"]);
+    let mut d = c.json_mf(&["get", "deploy", "web"]);
     d["spec"]["replicas"] = json!(3);
     let f = c.file("replace.json", &d.to_string());
     c.ok(&["replace", "-f", &f]);
-    let d = c.json(&["get", "deploy", "web"]);
+    let d = c.json_mf(&["get", "deploy", "web"]);
     assert_eq!(d["spec"]["replicas"], 3);
     assert!(manager(&d, "kubectl-replace").is_some());
 
     // scale: recorded with its subresource, owning spec.replicas (taken
     // from kubectl-replace, whose only field it was: its entry goes).
     c.ok(&["scale", "deploy", "web", "--replicas=6"]);
-    let d = c.json(&["get", "deploy", "web"]);
+    let d = c.json_mf(&["get", "deploy", "web"]);
     assert_eq!(d["spec"]["replicas"], 6);
     // kubectl scale sends no fieldManager: the manager comes from the user agent.
     let e = manager(&d, "kubectl").unwrap();
@@ -266,17 +227,17 @@ data:
 
 #[test]
 fn kubectl_server_side_apply_conflicts_and_force() {
-    let c = Cluster::new("ssa");
+    let c = cluster("ssa");
     let f = c.file("cm.yaml", SSA);
     let out = c.ok(&["apply", "--server-side", "-f", &f]);
     assert!(
         out.contains("configmap/settings serverside-applied"),
         "{out}"
     );
-    let first = c.json(&["get", "cm", "settings"]);
+    let first = c.json_mf(&["get", "cm", "settings"]);
     let out = c.ok(&["apply", "--server-side", "-f", &f]);
     assert!(out.contains("serverside-applied"), "{out}");
-    let again = c.json(&["get", "cm", "settings"]);
+    let again = c.json_mf(&["get", "cm", "settings"]);
     assert_eq!(
         again["metadata"]["resourceVersion"], first["metadata"]["resourceVersion"],
         "a re-apply of the same configuration is a no-op"
@@ -303,7 +264,7 @@ fn kubectl_server_side_apply_conflicts_and_force() {
         err.contains("Apply failed with 1 conflict: conflict with \"kubectl\": .data.a"),
         "{err}"
     );
-    assert_eq!(c.json(&["get", "cm", "settings"])["data"]["a"], "1");
+    assert_eq!(c.json_mf(&["get", "cm", "settings"])["data"]["a"], "1");
     let out = c.ok(&[
         "apply",
         "--server-side",
@@ -314,7 +275,7 @@ fn kubectl_server_side_apply_conflicts_and_force() {
         &other,
     ]);
     assert!(out.contains("serverside-applied"), "{out}");
-    let d = c.json(&["get", "cm", "settings"]);
+    let d = c.json_mf(&["get", "cm", "settings"]);
     assert_eq!(d["data"]["a"], "9");
     assert!(
         manager(&d, "kubectl").unwrap()["fieldsV1"]["f:data"]
@@ -329,7 +290,7 @@ fn kubectl_server_side_apply_conflicts_and_force() {
     // kubectl stops applying b: it goes (nobody else owns it); a stays (ci owns it).
     let less = c.file("less.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  labels: {owner: ops}\ndata:\n  c: \"3\"\n");
     c.ok(&["apply", "--server-side", "-f", &less]);
-    let d = c.json(&["get", "cm", "settings"]);
+    let d = c.json_mf(&["get", "cm", "settings"]);
     assert_eq!(d["data"], json!({"a": "9", "c": "3"}));
 
     // Managed fields are shown on request.
@@ -355,15 +316,15 @@ fn kubectl_server_side_apply_conflicts_and_force() {
 
 #[test]
 fn client_side_apply_migrates_to_server_side() {
-    let c = Cluster::new("migrate");
+    let c = cluster("migrate");
     let f = c.file("web.yaml", DEPLOY);
     c.ok(&["apply", "-f", &f]);
-    let d = c.json(&["get", "deploy", "web"]);
+    let d = c.json_mf(&["get", "deploy", "web"]);
     assert!(manager(&d, "kubectl-client-side-apply").is_some());
     let scaled = c.file("web3.yaml", &DEPLOY.replace("replicas: 1", "replicas: 3"));
     // The fields client-side apply set are taken over without a conflict.
     c.ok(&["apply", "--server-side", "-f", &scaled]);
-    let d = c.json(&["get", "deploy", "web"]);
+    let d = c.json_mf(&["get", "deploy", "web"]);
     assert_eq!(d["spec"]["replicas"], 3);
     assert_eq!(
         manager(&d, "kubectl").unwrap()["fieldsV1"]["f:spec"]["f:replicas"],
@@ -416,7 +377,7 @@ async fn kube_rs_server_side_apply() {
     use kube::Api;
     use kube::api::{Patch, PatchParams};
 
-    let c = Cluster::new("kubers");
+    let c = cluster("kubers");
     let api: Api<Deployment> = Api::namespaced(kube_client(&c).await, "default");
     let cfg = json!({
         "apiVersion": "apps/v1", "kind": "Deployment",

@@ -147,4 +147,78 @@ pub fn text(out: &Output) -> String {
     )
 }
 
+/// A kemu with one cluster made from a spec, and kubectl pointed at it with a
+/// `system:masters` client certificate: what the kubectl tests share.
+pub struct KubectlCluster {
+    pub kemu: kemu::Kemu,
+    pub record: ClusterRecord,
+    pub sandbox: Sandbox,
+    pub kubeconfig: PathBuf,
+    /// The clock's time when the cluster was made (client certificates).
+    pub now: chrono::DateTime<chrono::Utc>,
+}
+
+impl KubectlCluster {
+    pub fn new(spec: ClusterSpec) -> Self {
+        let kemu = kemu::Kemu::builder().build().unwrap();
+        let record = kemu.registry().create(spec).unwrap();
+        let sandbox = Sandbox::new();
+        let kubeconfig = sandbox.path("kubeconfig");
+        let now = kemu.clock().now();
+        write_kubeconfig(&kubeconfig, &record, record.ca.cert_pem(), now);
+        Self {
+            kemu,
+            record,
+            sandbox,
+            kubeconfig,
+            now,
+        }
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.sandbox.kubectl(&self.kubeconfig, args)
+    }
+
+    /// kubectl's stdout; fails the test unless it succeeds.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(out.status.success(), "kubectl {args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// kubectl's stderr; fails the test unless it fails.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            !out.status.success(),
+            "kubectl {args:?} should fail: {}",
+            text(&out)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    /// `args` with `-o json`, parsed.
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let mut all = args.to_vec();
+        all.extend(["-o", "json"]);
+        let body = self.ok(&all);
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{args:?}: {e}: {body}"))
+    }
+
+    /// The `items` of a list `args` prints.
+    pub fn items(&self, args: &[&str]) -> Vec<serde_json::Value> {
+        self.json(args)["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Writes `body` to a file in the sandbox; its path.
+    pub fn file(&self, name: &str, body: &str) -> String {
+        let path = self.sandbox.path(name);
+        std::fs::write(&path, body).unwrap();
+        path.to_string_lossy().into_owned()
+    }
+}
+
 pub mod aks;
