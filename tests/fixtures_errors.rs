@@ -1,18 +1,23 @@
 //! A bad fixture fails `kemu --fixture` at start-up with the file, the line
 //! and the reason, prints no ready line, and leaves nothing behind: the real
-//! kemu never starts, so not even its run directory is created.
+//! kemu never starts, so not even its run directory or its state directory
+//! (`--data-dir`) is created.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// Runs kemu with `fixtures` (files in `dir`); returns its stderr after
-/// asserting it failed before printing a ready line or creating its run dir.
+/// asserting it failed before printing a ready line or creating its run or
+/// state directory.
 fn fails(dir: &Path, fixtures: &[&str]) -> String {
     let run_dir = dir.join("run");
+    let data_dir = dir.join("state");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kemu"));
     cmd.args(["--eks-port", "0", "--gke-port", "0", "--aks-port", "0"])
         .arg("--run-dir")
         .arg(&run_dir)
+        .arg("--data-dir")
+        .arg(&data_dir)
         .args(["--log", "warn"])
         .env("RUST_BACKTRACE", "0")
         .env_remove("KEMU_FIXTURES")
@@ -32,6 +37,11 @@ fn fails(dir: &Path, fixtures: &[&str]) -> String {
         !run_dir.exists(),
         "a failed fixture left {}",
         run_dir.display()
+    );
+    assert!(
+        !data_dir.exists(),
+        "a failed fixture touched the state directory {}",
+        data_dir.display()
     );
     stderr
 }
