@@ -43,7 +43,18 @@ fn example_fixture_loads_and_every_cloud_cli_sees_it() {
     for (cluster, ns, deploy, replicas) in expected {
         let entry = ready.clusters.iter().find(|c| c.name == cluster).unwrap();
         let kubeconfig = Path::new(&entry.kubeconfig);
-        let out = sandbox.kubectl(kubeconfig, &["get", "deploy", "-n", ns, "-o", "json"]);
+        let out = sandbox.kubectl(
+            kubeconfig,
+            &[
+                "get",
+                "deploy",
+                "-n",
+                ns,
+                "-o",
+                "json",
+                "--show-managed-fields",
+            ],
+        );
         assert!(out.status.success(), "kubectl get deploy: {}", text(&out));
         let list: Value = serde_json::from_slice(&out.stdout).unwrap();
         let d = list["items"]
@@ -63,6 +74,13 @@ fn example_fixture_loads_and_every_cloud_cli_sees_it() {
             d["status"]
         );
         assert_eq!(d["status"]["readyReplicas"], replicas, "{}", d["status"]);
+        // Server-side applied: the fixture's field manager owns what it set.
+        let applied = d["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["manager"] == "kemu-fixture" && m["operation"] == "Apply");
+        assert!(applied, "{}", d["metadata"]["managedFields"]);
         let out = sandbox.kubectl(kubeconfig, &["get", "svc,cm", "-n", ns, "-o", "name"]);
         assert!(out.status.success(), "kubectl get svc,cm: {}", text(&out));
         let names = String::from_utf8_lossy(&out.stdout);
