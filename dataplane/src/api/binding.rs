@@ -39,10 +39,7 @@ pub fn serve(
     method: &str,
     body: Result<Value, ApiError>,
 ) -> Result<HttpResponse, SubresourceError> {
-    if method != "POST" {
-        return Err(ApiError::MethodNotAllowed.into());
-    }
-    let body = body?;
+    let body = subresources::post_body(method, body)?;
     let name = ctx.scope.name.clone().unwrap_or_default();
     subresources::check_body_name(&body, &name, "Binding")?;
     let kind = body["target"]["kind"].as_str().unwrap_or_default();

@@ -204,6 +204,15 @@ pub fn success(code: StatusCode) -> HttpResponse {
     }))
 }
 
+/// The body of a POST-only subresource (binding, eviction, token); any
+/// other method is not allowed.
+pub fn post_body(method: &str, body: Result<Value, ApiError>) -> Result<Value, SubresourceError> {
+    if method != "POST" {
+        return Err(ApiError::MethodNotAllowed.into());
+    }
+    Ok(body?)
+}
+
 /// Checks that a create body's `metadata.name` (if any) names the object of
 /// the URL, as upstream's subresource creates do.
 pub fn check_body_name(body: &Value, url_name: &str, kind: &str) -> Result<(), ApiError> {

@@ -6,7 +6,7 @@
 use actix_web::HttpResponse;
 use serde_json::{Value, json};
 
-use crate::api::subresources::{Ctx, SubresourceError};
+use crate::api::subresources::{self, Ctx, SubresourceError};
 use crate::controllers::obj;
 use crate::error::{ApiError, Cause, Target};
 use crate::sa_token;
@@ -39,10 +39,7 @@ pub fn serve(
     method: &str,
     body: Result<Value, ApiError>,
 ) -> Result<HttpResponse, SubresourceError> {
-    if method != "POST" {
-        return Err(ApiError::MethodNotAllowed.into());
-    }
-    let mut req = body?;
+    let mut req = subresources::post_body(method, body)?;
     let name = ctx.scope.name.clone().unwrap_or_default();
     let ns = ctx.scope.namespace.clone().unwrap_or_default();
     let expiration = match &req["spec"]["expirationSeconds"] {
