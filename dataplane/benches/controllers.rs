@@ -1,12 +1,22 @@
-//! Controllers at scale on the in-memory client: time from creating a
-//! Deployment of N replicas to `availableReplicas = N`, Pods per second, and
-//! resident memory per 1,000 Pods. Prints a table; asserts nothing.
+//! Controllers at scale on a cluster's real store (the [`MemoryStore`] and
+//! [`StoreClient`] kemu serves clusters from): time from creating a Deployment
+//! of N replicas to `availableReplicas = N`, Pods per second, and resident
+//! memory per 1,000 Pods. Prints a table; asserts nothing.
 //!
 //! `cargo bench -p kemu-dataplane --bench controllers` runs 1,000 and 10,000
-//! replicas (10,000 also with two workers per controller); `KEMU_BENCH_PODS=100000 KEMU_BENCH_NODES=1000` adds a larger run.
+//! replicas (10,000 also with two workers per controller);
+//! `KEMU_BENCH_PODS=100000 KEMU_BENCH_NODES=1000` adds a larger run, and
+//! `KEMU_BENCH_ONLY=1` runs that one alone (RSS is per process: one large run
+//! alone measures it best); `KEMU_BENCH_HISTORY=N` sets the store's watch
+//! history.
 
-use kemu_dataplane::controllers::client::{Client, MemClient, kinds};
+use std::sync::Arc;
+
+use kemu_dataplane::controllers::client::{Client, kinds};
+use kemu_dataplane::controllers::store_client::StoreClient;
 use kemu_dataplane::controllers::{ControllerConfig, Controllers};
+use kemu_dataplane::resources::ClusterResources;
+use kemu_dataplane::store::{MemoryStore, Store, StoreLimits};
 use kemu_shared::{SharedClock, SystemClock};
 use serde_json::json;
 
@@ -31,7 +41,15 @@ struct Row {
 
 async fn run(pods: usize, nodes: usize, workers: usize) -> Row {
     let clock: SharedClock = SystemClock::shared();
-    let client = MemClient::new(clock.clone());
+    let mut limits = StoreLimits::default();
+    if let Some(h) = std::env::var("KEMU_BENCH_HISTORY")
+        .ok()
+        .and_then(|h| h.parse().ok())
+    {
+        limits.history = h;
+    }
+    let store = Arc::new(MemoryStore::new(clock.clone(), limits));
+    let client = StoreClient::new(store.clone(), Arc::new(ClusterResources::default()));
     let controllers = Controllers::start(
         client.clone(),
         clock,
@@ -77,8 +95,10 @@ async fn run(pods: usize, nodes: usize, workers: usize) -> Row {
     }
     let secs = start.elapsed().as_secs_f64();
     let after = rss_bytes();
-    let objects =
-        client.count(kinds::POD) + client.count(kinds::EVENT) + client.count(kinds::REPLICA_SET);
+    let objects = ["pods", "events", "replicasets.apps"]
+        .iter()
+        .map(|r| store.snapshot(r).objects.len())
+        .sum();
     drop(controllers);
     Row {
         pods,
@@ -99,6 +119,9 @@ fn main() {
         .build()
         .unwrap_or_else(|e| panic!("tokio runtime: {e}"));
     let mut cases = vec![(1_000, 10, 1), (10_000, 100, 1), (10_000, 100, 2)];
+    if std::env::var_os("KEMU_BENCH_ONLY").is_some() {
+        cases.clear();
+    }
     if let (Ok(p), Ok(n)) = (
         std::env::var("KEMU_BENCH_PODS"),
         std::env::var("KEMU_BENCH_NODES"),

@@ -267,7 +267,7 @@ pub trait Client: Send + Sync + 'static {
         kind: Kind,
         namespace: &'a str,
         name: &'a str,
-    ) -> BoxFuture<'a, Result<Value>>;
+    ) -> BoxFuture<'a, Result<Arc<Value>>>;
 
     /// Objects of `kind`, in `namespace` (all when `None`), matching `selector`.
     fn list<'a>(
@@ -275,16 +275,17 @@ pub trait Client: Send + Sync + 'static {
         kind: Kind,
         namespace: Option<&'a str>,
         selector: Option<&'a Selector>,
-    ) -> BoxFuture<'a, Result<Vec<Value>>>;
+    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>>>;
 
-    /// Creates `object`; answers it as stored.
-    fn create(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Value>>;
+    /// Creates `object`; answers it as stored (shared with the store: no
+    /// copy per write).
+    fn create(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Arc<Value>>>;
 
     /// Replaces `object` (metadata and spec) if its resourceVersion is current.
-    fn update(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Value>>;
+    fn update(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Arc<Value>>>;
 
     /// Replaces the `status` of `object` if its resourceVersion is current.
-    fn update_status(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Value>>;
+    fn update_status(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Arc<Value>>>;
 
     /// Deletes an object; `Some` when it stays, marked for deletion.
     fn delete<'a>(
@@ -293,7 +294,7 @@ pub trait Client: Send + Sync + 'static {
         namespace: &'a str,
         name: &'a str,
         options: DeleteOptions,
-    ) -> BoxFuture<'a, Result<Option<Value>>>;
+    ) -> BoxFuture<'a, Result<Option<Arc<Value>>>>;
 
     /// Every event of `kind`, starting with the objects that exist.
     fn watch(&self, kind: Kind) -> BoxFuture<'_, Result<WatchStream>>;
@@ -396,7 +397,7 @@ impl MemClient {
         out
     }
 
-    fn create_sync(&self, kind: Kind, mut object: Value) -> Result<Value> {
+    fn create_sync(&self, kind: Kind, mut object: Value) -> Result<Arc<Value>> {
         let now = obj::fmt_time(self.clock.now());
         let mut state = self.state.lock();
         let ns = if kind.namespaced {
@@ -453,10 +454,10 @@ impl MemClient {
             .or_default()
             .insert(key, stored.clone());
         Self::emit(&mut state, kind, EventType::Added, stored.clone());
-        Ok((*stored).clone())
+        Ok(stored)
     }
 
-    fn update_sync(&self, kind: Kind, object: Value, status_only: bool) -> Result<Value> {
+    fn update_sync(&self, kind: Kind, object: Value, status_only: bool) -> Result<Arc<Value>> {
         let mut state = self.state.lock();
         let ns = if kind.namespaced {
             obj::namespace(&object).to_owned()
@@ -546,7 +547,7 @@ impl MemClient {
                 .insert(key, stored.clone());
             Self::emit(&mut state, kind, EventType::Modified, stored.clone());
         }
-        Ok((*stored).clone())
+        Ok(stored)
     }
 
     fn delete_sync(
@@ -555,7 +556,7 @@ impl MemClient {
         ns: &str,
         name: &str,
         options: DeleteOptions,
-    ) -> Result<Option<Value>> {
+    ) -> Result<Option<Arc<Value>>> {
         let now = obj::fmt_time(self.clock.now());
         let mut state = self.state.lock();
         let key = (ns.to_owned(), name.to_owned());
@@ -610,7 +611,7 @@ impl MemClient {
             .or_default()
             .insert(key, stored.clone());
         Self::emit(&mut state, kind, EventType::Modified, stored.clone());
-        Ok(Some((*stored).clone()))
+        Ok(Some(stored))
     }
 }
 
@@ -628,14 +629,14 @@ impl Client for MemClient {
         kind: Kind,
         namespace: &'a str,
         name: &'a str,
-    ) -> BoxFuture<'a, Result<Value>> {
+    ) -> BoxFuture<'a, Result<Arc<Value>>> {
         let found = self
             .state
             .lock()
             .objects
             .get(&kind)
             .and_then(|b| b.get(&(namespace.to_owned(), name.to_owned())))
-            .map(|v| (**v).clone());
+            .cloned();
         Box::pin(async move {
             found.ok_or_else(|| ClientError::NotFound(display(kind, namespace, name)))
         })
@@ -646,7 +647,7 @@ impl Client for MemClient {
         kind: Kind,
         namespace: Option<&'a str>,
         selector: Option<&'a Selector>,
-    ) -> BoxFuture<'a, Result<Vec<Value>>> {
+    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>>> {
         let state = self.state.lock();
         let out = state
             .objects
@@ -655,7 +656,7 @@ impl Client for MemClient {
                 b.iter()
                     .filter(|((ns, _), _)| namespace.is_none_or(|n| n == ns))
                     .filter(|(_, v)| selector.is_none_or(|s| s.matches(obj::labels(v))))
-                    .map(|(_, v)| (**v).clone())
+                    .map(|(_, v)| v.clone())
                     .collect()
             })
             .unwrap_or_default();
@@ -663,17 +664,17 @@ impl Client for MemClient {
         Box::pin(async move { Ok(out) })
     }
 
-    fn create(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Value>> {
+    fn create(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Arc<Value>>> {
         let r = self.create_sync(kind, object);
         Box::pin(async move { r })
     }
 
-    fn update(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Value>> {
+    fn update(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Arc<Value>>> {
         let r = self.update_sync(kind, object, false);
         Box::pin(async move { r })
     }
 
-    fn update_status(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Value>> {
+    fn update_status(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Arc<Value>>> {
         let r = self.update_sync(kind, object, true);
         Box::pin(async move { r })
     }
@@ -684,7 +685,7 @@ impl Client for MemClient {
         namespace: &'a str,
         name: &'a str,
         options: DeleteOptions,
-    ) -> BoxFuture<'a, Result<Option<Value>>> {
+    ) -> BoxFuture<'a, Result<Option<Arc<Value>>>> {
         let r = self.delete_sync(kind, namespace, name, options);
         Box::pin(async move { r })
     }
@@ -758,13 +759,13 @@ mod tests {
             .unwrap();
         assert_eq!(d["metadata"]["generation"], 1);
         assert_eq!(d["metadata"]["creationTimestamp"], "2026-01-01T00:00:00Z");
-        let mut d2 = d.clone();
+        let mut d2 = (*d).clone();
         d2["spec"]["replicas"] = json!(3);
         let d2 = c.update(kinds::DEPLOYMENT, d2).await.unwrap();
         assert_eq!(d2["metadata"]["generation"], 2);
-        let err = c.update(kinds::DEPLOYMENT, d.clone()).await.unwrap_err();
+        let err = c.update(kinds::DEPLOYMENT, (*d).clone()).await.unwrap_err();
         assert!(matches!(err, ClientError::Conflict(_)));
-        let mut s = d2.clone();
+        let mut s = (*d2).clone();
         s["status"] = json!({"replicas": 3});
         let s = c.update_status(kinds::DEPLOYMENT, s).await.unwrap();
         assert_eq!(s["metadata"]["generation"], 2);
@@ -810,7 +811,7 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(obj::deleting(&kept));
-        let mut cleared = kept.clone();
+        let mut cleared = (*kept).clone();
         cleared["metadata"]["finalizers"] = json!([]);
         c.update(kinds::POD, cleared).await.unwrap();
         assert_eq!(c.count(kinds::POD), 0);

@@ -166,7 +166,7 @@ impl CrdController {
         );
         next["status"]["conditions"] = json!(conds);
         if next.get("status") != crd.get("status") {
-            next = self.rt.client.update_status(kinds::CRD, next).await?;
+            next = Arc::unwrap_or_clone(self.rt.client.update_status(kinds::CRD, next).await?);
         }
         if remaining > 0 {
             return Ok(Requeue::After(Duration::from_secs(1)));

@@ -300,15 +300,15 @@ impl CronJobController {
                     format!("Created job {name}"),
                 )
                 .await;
-                Ok(created)
+                Ok(Arc::unwrap_or_clone(created))
             }
             // Created by an earlier attempt whose status write was lost.
-            Err(ClientError::AlreadyExists(_)) => {
-                self.rt
-                    .client
-                    .get(kinds::JOB, obj::namespace(cj), &name)
-                    .await
-            }
+            Err(ClientError::AlreadyExists(_)) => self
+                .rt
+                .client
+                .get(kinds::JOB, obj::namespace(cj), &name)
+                .await
+                .map(Arc::unwrap_or_clone),
             Err(e) => Err(e),
         }
     }

@@ -362,13 +362,13 @@ impl DeploymentController {
     async fn write_status(&self, d: Value) -> Result<Value, ClientError> {
         let written = self.rt.client.update_status(kinds::DEPLOYMENT, d).await?;
         self.rt.informer(kinds::DEPLOYMENT).observe(written.clone());
-        Ok(written)
+        Ok(Arc::unwrap_or_clone(written))
     }
 
     async fn write_deployment(&self, d: Value) -> Result<Value, ClientError> {
         let written = self.rt.client.update(kinds::DEPLOYMENT, d).await?;
         self.rt.informer(kinds::DEPLOYMENT).observe(written.clone());
-        Ok(written)
+        Ok(Arc::unwrap_or_clone(written))
     }
 
     async fn write_rs(&self, rs: Value) -> Result<Value, ClientError> {
@@ -376,7 +376,7 @@ impl DeploymentController {
         self.rt
             .informer(kinds::REPLICA_SET)
             .observe(written.clone());
-        Ok(written)
+        Ok(Arc::unwrap_or_clone(written))
     }
 
     async fn check_paused(&self, d: &mut Value) -> Result<(), ClientError> {
@@ -514,7 +514,7 @@ impl DeploymentController {
         rs["spec"]["replicas"] = json!(new_replicas);
         self.set_new_rs_annotations(d, &mut rs, new_revision, false);
         let created = match self.rt.client.create(kinds::REPLICA_SET, rs.clone()).await {
-            Ok(c) => c,
+            Ok(c) => Arc::unwrap_or_clone(c),
             Err(ClientError::AlreadyExists(m)) => {
                 // A ReplicaSet of that name with another template: a hash
                 // collision. Bump collisionCount so the next hash differs.
@@ -536,7 +536,7 @@ impl DeploymentController {
         };
         self.rt
             .informer(kinds::REPLICA_SET)
-            .observe(created.clone());
+            .observe(Arc::new(created.clone()));
         if new_replicas > 0 {
             self.event(
                 d,

@@ -168,7 +168,7 @@ impl GarbageCollector {
             return Ok(Some((*c).clone()));
         }
         match self.rt.client.get(kind, ns, name).await {
-            Ok(v) if obj::uid(&v) == uid => Ok(Some(v)),
+            Ok(v) if obj::uid(&v) == uid => Ok(Some(Arc::unwrap_or_clone(v))),
             Ok(_) | Err(ClientError::NotFound(_)) => Ok(None),
             Err(e) => Err(e),
         }

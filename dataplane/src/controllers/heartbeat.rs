@@ -62,7 +62,8 @@ impl Heartbeat {
         let name = obj::name(node);
         let client = &self.rt.client;
         match client.get(kinds::LEASE, LEASE_NAMESPACE, name).await {
-            Ok(mut lease) => {
+            Ok(lease) => {
+                let mut lease = Arc::unwrap_or_clone(lease);
                 let last = obj::time_at(&lease, &["spec", "renewTime"]);
                 let (renew, next) = due(last, RENEW_INTERVAL, now);
                 if renew {

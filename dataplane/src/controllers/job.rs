@@ -413,7 +413,7 @@ impl JobController {
             format!("Created pod: {}", obj::name(&created)),
         )
         .await;
-        Ok(created)
+        Ok(Arc::unwrap_or_clone(created))
     }
 
     /// `ttlSecondsAfterFinished`: deletes the finished Job once it expires.

@@ -205,6 +205,7 @@ impl Kubelet {
         let q = queue.clone();
         rt.informer(kinds::POD).on_change(move |c| {
             if c.kind != EventType::Deleted
+                && !c.is_resync()
                 && c.new["spec"]["nodeName"]
                     .as_str()
                     .is_some_and(|n| !n.is_empty())

@@ -115,7 +115,7 @@ impl NamespaceController {
         if ns.get("status") != n.get("status") {
             let w = self.rt.client.update_status(kinds::NAMESPACE, n).await?;
             self.rt.informer(kinds::NAMESPACE).observe(w.clone());
-            n = w;
+            n = Arc::unwrap_or_clone(w);
         }
         if remaining > 0 {
             return Ok(Requeue::After(Duration::from_secs(1)));

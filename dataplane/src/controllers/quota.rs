@@ -98,7 +98,7 @@ impl QuotaController {
             .get(kinds::RESOURCE_QUOTA, &key.namespace, &key.name)
             .await
         {
-            Ok(q) => q,
+            Ok(q) => Arc::unwrap_or_clone(q),
             Err(ClientError::NotFound(_)) => return Ok(Requeue::No),
             Err(e) => return Err(e),
         };
@@ -109,14 +109,16 @@ impl QuotaController {
                 Some(informer) => informer
                     .list_namespace(&key.namespace)
                     .into_iter()
-                    .map(|o| (*o).clone())
+                    .map(Arc::unwrap_or_clone)
+                    .collect::<Vec<_>>(),
+                None => self
+                    .rt
+                    .client
+                    .list(kind, Some(&key.namespace), None)
+                    .await?
+                    .into_iter()
+                    .map(Arc::unwrap_or_clone)
                     .collect(),
-                None => {
-                    self.rt
-                        .client
-                        .list(kind, Some(&key.namespace), None)
-                        .await?
-                }
             };
             objects.extend(
                 items

@@ -84,6 +84,9 @@ impl ReplicaSetController {
             rt.informer(kinds::REPLICA_SET).clone(),
         );
         rt.informer(kinds::POD).on_change(move |c| {
+            if c.is_resync() {
+                return;
+            }
             t.lock().apply(c);
             for p in [Some(&c.new), c.old.as_ref()].into_iter().flatten() {
                 enqueue_owner(&q, &rsi, p);

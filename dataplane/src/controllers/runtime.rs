@@ -59,6 +59,19 @@ pub struct Change {
     pub old: Option<Arc<Value>>,
 }
 
+impl Change {
+    /// Whether this is a resync of the version the cache already held, not
+    /// a change: handlers of numerous kinds (Pods) that keep their own
+    /// timers skip it.
+    pub fn is_resync(&self) -> bool {
+        self.kind != EventType::Deleted
+            && self
+                .old
+                .as_ref()
+                .is_some_and(|o| obj::resource_version(o) == obj::resource_version(&self.new))
+    }
+}
+
 type Handler = Box<dyn Fn(&Change) + Send + Sync>;
 
 /// Work counters shared by every part, to tell when everything is quiet.
@@ -167,8 +180,11 @@ impl Informer {
         v
     }
 
-    /// Applies a change; answers the previous object and whether it was applied.
-    fn apply(&self, kind: EventType, new: &Arc<Value>) -> (Option<Arc<Value>>, bool) {
+    /// Applies a change; answers the previous object and whether handlers
+    /// should hear of it. A version the cache already holds (a write this
+    /// process observed, then its watch event) is not delivered twice, except
+    /// by a resync.
+    fn apply(&self, kind: EventType, new: &Arc<Value>, resync: bool) -> (Option<Arc<Value>>, bool) {
         let key = ObjKey::of(new);
         let uid = obj::uid(new);
         let mut cache = self.cache.write();
@@ -180,9 +196,15 @@ impl Informer {
                 }
                 if let Some(o) = &old
                     && obj::uid(o) == uid
-                    && obj::resource_version(o) > obj::resource_version(new)
                 {
-                    return (old, false);
+                    let (seen, rv) = (obj::resource_version(o), obj::resource_version(new));
+                    if seen > rv || (seen == rv && !resync) {
+                        return (old, false);
+                    }
+                    if seen == rv {
+                        // A resync of what the cache holds: nothing to index.
+                        return (old, true);
+                    }
                 }
                 cache.insert(key.clone(), new.clone());
             }
@@ -194,31 +216,40 @@ impl Informer {
             }
         }
         drop(cache);
+        let old_refs = old.as_deref().map(obj::owner_refs).unwrap_or_default();
+        let new_refs = if kind == EventType::Deleted {
+            &[][..]
+        } else {
+            obj::owner_refs(new)
+        };
+        if old_refs == new_refs {
+            return (old, true);
+        }
         let mut idx = self.by_owner.write();
-        if let Some(o) = &old {
-            for r in obj::owner_refs(o) {
-                if let Some(u) = r["uid"].as_str()
-                    && let Some(set) = idx.get_mut(u)
-                {
-                    set.remove(&key);
-                    if set.is_empty() {
-                        idx.remove(u);
-                    }
+        for r in old_refs {
+            if let Some(u) = r["uid"].as_str()
+                && let Some(set) = idx.get_mut(u)
+            {
+                set.remove(&key);
+                if set.is_empty() {
+                    idx.remove(u);
                 }
             }
         }
-        if kind != EventType::Deleted {
-            for r in obj::owner_refs(new) {
-                if let Some(u) = r["uid"].as_str() {
-                    idx.entry(u.to_owned()).or_default().insert(key.clone());
-                }
+        for r in new_refs {
+            if let Some(u) = r["uid"].as_str() {
+                idx.entry(u.to_owned()).or_default().insert(key.clone());
             }
         }
         (old, true)
     }
 
     fn dispatch(&self, kind: EventType, new: Arc<Value>) {
-        let (old, applied) = self.apply(kind, &new);
+        self.dispatch_as(kind, new, false);
+    }
+
+    fn dispatch_as(&self, kind: EventType, new: Arc<Value>, resync: bool) {
+        let (old, applied) = self.apply(kind, &new, resync);
         if !applied {
             return;
         }
@@ -231,8 +262,8 @@ impl Informer {
     /// Records an object this process just wrote, before its watch event
     /// arrives, so the next reconcile sees it (the mutation cache of
     /// client-go).
-    pub fn observe(&self, written: Value) {
-        self.dispatch(EventType::Modified, Arc::new(written));
+    pub fn observe(&self, written: Arc<Value>) {
+        self.dispatch(EventType::Modified, written);
     }
 
     /// Records an object this process just deleted.
@@ -624,7 +655,7 @@ impl Runtime {
             };
             self.activity.busy.fetch_add(1, Ordering::SeqCst);
             for object in objects {
-                inf.dispatch(EventType::Modified, Arc::new(object));
+                inf.dispatch_as(EventType::Modified, object, true);
             }
             self.activity.busy.fetch_sub(1, Ordering::SeqCst);
             self.activity.tick();

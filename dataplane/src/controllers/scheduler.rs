@@ -6,7 +6,10 @@
 //! `FailedScheduling` Event, and is tried again whenever a Node changes.
 //!
 //! Node usage is tracked incrementally from Pod events (and at bind time), so
-//! placing one Pod costs O(Nodes), never O(Pods).
+//! placing one Pod costs O(Nodes), never O(Pods). The filters that read only
+//! the Pod's placement constraints and the Node (taints, selectors, affinity,
+//! readiness) are kept per set of constraints until a Node changes: the Pods of
+//! one template share them, so at scale a Pod costs a resource check per Node.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -62,9 +65,16 @@ struct NodeInfo {
     used_pods: i128,
 }
 
+/// Per Node (in `State::nodes` order), why the constraints rule it out.
+type StaticVerdicts = Arc<Vec<Option<&'static str>>>;
+
 #[derive(Default)]
 struct State {
     nodes: BTreeMap<String, NodeInfo>,
+    // Bumped whenever `nodes` changes: cached verdicts are for one epoch.
+    epoch: u64,
+    // Placement constraints (as JSON) → (epoch, verdicts).
+    verdicts: HashMap<String, (u64, StaticVerdicts)>,
     // bound pod → (node, requests)
     placed: HashMap<ObjKey, (String, Requests)>,
     unschedulable: HashSet<ObjKey>,
@@ -94,13 +104,26 @@ impl State {
     }
 
     fn set_node(&mut self, node: Arc<Value>) {
-        let alloc = &node["status"]["allocatable"];
         let name = obj::name(&node).to_owned();
+        let known = self.nodes.get(&name);
+        if known.is_some_and(|n| {
+            obj::resource_version(&n.node) == obj::resource_version(&node)
+                && obj::uid(&n.node) == obj::uid(&node)
+        }) {
+            // A resync of what is known.
+            return;
+        }
+        self.epoch += 1;
+        let recount = known.is_none();
+        let alloc = &node["status"]["allocatable"];
         let entry = self.nodes.entry(name.clone()).or_default();
         entry.cpu = obj::quantity_milli(&alloc["cpu"]).unwrap_or(i128::MAX / 4);
         entry.memory = obj::quantity_milli(&alloc["memory"]).unwrap_or(i128::MAX / 4);
         entry.pods = obj::quantity_milli(&alloc["pods"]).map_or(i128::MAX / 4, |p| p / 1000);
         entry.node = node;
+        if !recount {
+            return;
+        }
         // Recount what is already bound there (a Node added after its Pods).
         let (mut used, mut count) = (Requests::default(), 0);
         for (n, r) in self.placed.values() {
@@ -174,9 +197,44 @@ pub(super) fn match_node_expressions(exprs: &Value, node: &Value, field: bool) -
     })
 }
 
-/// Why a Node was rejected, in upstream's words (for the FailedScheduling message).
-fn filter(pod: &Value, req: Requests, n: &NodeInfo) -> Result<(), &'static str> {
-    let node = &n.node;
+impl State {
+    fn remove_node(&mut self, name: &str) {
+        self.epoch += 1;
+        self.nodes.remove(name);
+    }
+
+    /// The static verdicts for `pod`'s constraints on every Node, computed
+    /// once per epoch.
+    fn verdicts(&mut self, pod: &Value) -> StaticVerdicts {
+        let spec = &pod["spec"];
+        let constraints = json!([
+            spec["nodeSelector"],
+            spec["affinity"]["nodeAffinity"],
+            spec["tolerations"]
+        ])
+        .to_string();
+        if self.verdicts.len() > 1024 {
+            self.verdicts.clear();
+        }
+        if let Some((epoch, v)) = self.verdicts.get(&constraints)
+            && *epoch == self.epoch
+        {
+            return v.clone();
+        }
+        let v: StaticVerdicts = Arc::new(
+            self.nodes
+                .values()
+                .map(|n| static_filter(pod, &n.node).err())
+                .collect(),
+        );
+        self.verdicts.insert(constraints, (self.epoch, v.clone()));
+        v
+    }
+}
+
+/// Why a Node was rejected by what does not change as Pods are placed, in
+/// upstream's words (for the FailedScheduling message).
+fn static_filter(pod: &Value, node: &Value) -> Result<(), &'static str> {
     if node["spec"]["unschedulable"] == true {
         let tolerated = tolerates(
             pod,
@@ -218,6 +276,11 @@ fn filter(pod: &Value, req: Requests, n: &NodeInfo) -> Result<(), &'static str> 
             return Err("node(s) had untolerated taint");
         }
     }
+    Ok(())
+}
+
+/// Whether `req` fits in what the Node has left.
+fn fit(req: Requests, n: &NodeInfo) -> Result<(), &'static str> {
     if n.used_pods + 1 > n.pods {
         return Err("Too many pods");
     }
@@ -290,7 +353,7 @@ impl Scheduler {
         rt.informer(kinds::NODE).on_change(move |c| {
             let mut st = s.lock();
             if c.kind == EventType::Deleted {
-                st.nodes.remove(obj::name(&c.new));
+                st.remove_node(obj::name(&c.new));
             } else {
                 st.set_node(c.new.clone());
             }
@@ -340,11 +403,16 @@ impl Scheduler {
             return Ok(Requeue::No);
         }
         let choice = {
-            let st = self.state.lock();
+            let mut st = self.state.lock();
+            let verdicts = st.verdicts(&pod);
             let mut best: Option<(&String, i128, i128)> = None;
             let mut reasons: BTreeMap<&'static str, usize> = BTreeMap::new();
-            for (name, n) in &st.nodes {
-                let placed = filter(&pod, req, n).and_then(|()| {
+            for ((name, n), verdict) in st.nodes.iter().zip(verdicts.iter()) {
+                let placed = match verdict {
+                    Some(why) => Err(*why),
+                    None => fit(req, n),
+                };
+                let placed = placed.and_then(|()| {
                     if volumes.node_fits(&n.node) {
                         Ok(())
                     } else {
@@ -453,12 +521,5 @@ impl Reconciler for Scheduler {
 
 /// Whether a Pod's node selector and affinity admit `node` (DaemonSets reuse it).
 pub fn node_admits(pod: &Value, node: &Value) -> bool {
-    let info = NodeInfo {
-        node: Arc::new(node.clone()),
-        cpu: i128::MAX / 4,
-        memory: i128::MAX / 4,
-        pods: i128::MAX / 4,
-        ..NodeInfo::default()
-    };
-    filter(pod, Requests::default(), &info).is_ok()
+    static_filter(pod, node).is_ok()
 }

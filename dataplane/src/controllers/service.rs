@@ -234,7 +234,8 @@ impl EndpointSliceController {
         };
         let (ns, name) = (obj::namespace(svc), obj::name(svc));
         match self.rt.client.get(kinds::ENDPOINTS, ns, name).await {
-            Ok(mut cur) => {
+            Ok(cur) => {
+                let mut cur = Arc::unwrap_or_clone(cur);
                 if cur["subsets"] != subsets {
                     cur["subsets"] = subsets;
                     self.rt.client.update(kinds::ENDPOINTS, cur).await?;

@@ -70,15 +70,14 @@ fn client_error(e: ApiError) -> ClientError {
 }
 
 impl StoreClient {
-    fn get_now(&self, kind: Kind, namespace: &str, name: &str) -> Result<Value> {
+    fn get_now(&self, kind: Kind, namespace: &str, name: &str) -> Result<Arc<Value>> {
         let key = key(kind, namespace, name);
         self.store
             .get(&key)
-            .map(|o| (*o).clone())
             .ok_or_else(|| ClientError::NotFound(format!("{} \"{name}\"", kind.plural)))
     }
 
-    fn create_now(&self, kind: Kind, mut object: Value) -> Result<Value> {
+    fn create_now(&self, kind: Kind, mut object: Value) -> Result<Arc<Value>> {
         object["apiVersion"] = json!(kind.api_version);
         object["kind"] = json!(kind.kind);
         let namespace = meta_str(&object, "namespace").to_owned();
@@ -87,7 +86,6 @@ impl StoreClient {
             return self
                 .store
                 .create(&key(kind, &namespace, &name), object)
-                .map(|o| (*o).clone())
                 .map_err(client_error);
         }
         let prefix = meta_str(&object, "generateName").to_owned();
@@ -105,13 +103,13 @@ impl StoreClient {
                 .create(&key(kind, &namespace, &name), object.clone())
             {
                 Err(ApiError::AlreadyExists(_)) => continue,
-                other => return other.map(|o| (*o).clone()).map_err(client_error),
+                other => return other.map_err(client_error),
             }
         }
         Err(ClientError::AlreadyExists(prefix))
     }
 
-    fn update_now(&self, kind: Kind, mut object: Value, status_only: bool) -> Result<Value> {
+    fn update_now(&self, kind: Kind, mut object: Value, status_only: bool) -> Result<Arc<Value>> {
         let namespace = meta_str(&object, "namespace").to_owned();
         let name = meta_str(&object, "name").to_owned();
         let key = key(kind, &namespace, &name);
@@ -149,7 +147,6 @@ impl StoreClient {
         };
         self.store
             .update(&key, next, &Preconditions::default())
-            .map(|o| (*o).clone())
             .map_err(client_error)
     }
 
@@ -159,7 +156,7 @@ impl StoreClient {
         namespace: &str,
         name: &str,
         options: &DeleteOptions,
-    ) -> Result<Option<Value>> {
+    ) -> Result<Option<Arc<Value>>> {
         let key = key(kind, namespace, name);
         let opts = StoreDeleteOptions {
             preconditions: Preconditions {
@@ -182,7 +179,7 @@ impl StoreClient {
         {
             Deleted::Now(_) => Ok(None),
             // Still stored: terminating (grace period or finalizers).
-            Deleted::Pending(o) | Deleted::AlreadyPending(o) => Ok(Some((*o).clone())),
+            Deleted::Pending(o) | Deleted::AlreadyPending(o) => Ok(Some(o)),
         }
     }
 
@@ -232,13 +229,13 @@ impl StoreClient {
         kind: Kind,
         namespace: Option<&str>,
         selector: Option<&Selector>,
-    ) -> Vec<Value> {
+    ) -> Vec<Arc<Value>> {
         let snapshot = self.store.snapshot(&group_resource(kind));
         let namespace = namespace.filter(|_| kind.namespaced);
         snapshot
             .iter(namespace, None)
             .filter(|(_, o)| selector.is_none_or(|s| s.matches(&o["metadata"]["labels"])))
-            .map(|(_, o)| (**o).clone())
+            .map(|(_, o)| o.clone())
             .collect()
     }
 
@@ -287,7 +284,7 @@ impl Client for StoreClient {
         kind: Kind,
         namespace: &'a str,
         name: &'a str,
-    ) -> BoxFuture<'a, Result<Value>> {
+    ) -> BoxFuture<'a, Result<Arc<Value>>> {
         Box::pin(async move { self.get_now(kind, namespace, name) })
     }
 
@@ -296,19 +293,19 @@ impl Client for StoreClient {
         kind: Kind,
         namespace: Option<&'a str>,
         selector: Option<&'a Selector>,
-    ) -> BoxFuture<'a, Result<Vec<Value>>> {
+    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>>> {
         Box::pin(async move { Ok(self.list_now(kind, namespace, selector)) })
     }
 
-    fn create(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Value>> {
+    fn create(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Arc<Value>>> {
         Box::pin(async move { self.create_now(kind, object) })
     }
 
-    fn update(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Value>> {
+    fn update(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Arc<Value>>> {
         Box::pin(async move { self.update_now(kind, object, false) })
     }
 
-    fn update_status(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Value>> {
+    fn update_status(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Arc<Value>>> {
         Box::pin(async move { self.update_now(kind, object, true) })
     }
 
@@ -318,7 +315,7 @@ impl Client for StoreClient {
         namespace: &'a str,
         name: &'a str,
         options: DeleteOptions,
-    ) -> BoxFuture<'a, Result<Option<Value>>> {
+    ) -> BoxFuture<'a, Result<Option<Arc<Value>>>> {
         Box::pin(async move { self.delete_now(kind, namespace, name, &options) })
     }
 

@@ -46,11 +46,11 @@ impl Cluster {
     async fn create(&self, kind: Kind, v: Value) -> Value {
         let out = self.client.create(kind, v).await.unwrap();
         self.settle().await;
-        out
+        Arc::unwrap_or_clone(out)
     }
 
     async fn get(&self, kind: Kind, ns: &str, name: &str) -> Value {
-        self.client.get(kind, ns, name).await.unwrap()
+        Arc::unwrap_or_clone(self.client.get(kind, ns, name).await.unwrap())
     }
 
     async fn node(&self, name: &str, cpu: &str, labels: Value, taints: Value) {

@@ -338,13 +338,13 @@ impl VolumeController {
             if !provisioned {
                 obj::set_annotation(&mut v, "pv.kubernetes.io/bound-by-controller", "yes");
             }
-            v = self.rt.client.update(kinds::PV, v).await?;
+            v = Arc::unwrap_or_clone(self.rt.client.update(kinds::PV, v).await?);
         }
         if v["status"]["phase"] != "Bound" {
             v["status"] = json!({"phase": "Bound", "lastPhaseTransitionTime": obj::fmt_time(self.rt.clock.now())});
-            v = self.rt.client.update_status(kinds::PV, v).await?;
+            v = Arc::unwrap_or_clone(self.rt.client.update_status(kinds::PV, v).await?);
         }
-        self.rt.informer(kinds::PV).observe(v.clone());
+        self.rt.informer(kinds::PV).observe(Arc::new(v.clone()));
         let mut c = pvc.clone();
         if c["spec"]["volumeName"] != pv_name.as_str()
             || obj::annotation(&c, "pv.kubernetes.io/bind-completed").is_none()
@@ -352,7 +352,7 @@ impl VolumeController {
             c["spec"]["volumeName"] = json!(pv_name);
             obj::set_annotation(&mut c, "pv.kubernetes.io/bind-completed", "yes");
             obj::set_annotation(&mut c, "pv.kubernetes.io/bound-by-controller", "yes");
-            c = self.rt.client.update(kinds::PVC, c).await?;
+            c = Arc::unwrap_or_clone(self.rt.client.update(kinds::PVC, c).await?);
         }
         c["status"] = json!({"phase": "Bound", "accessModes": v["spec"]["accessModes"],
             "capacity": v["spec"]["capacity"]});

@@ -68,9 +68,10 @@ pub struct MemoryStore {
     clock: SharedClock,
     limits: StoreLimits,
     state: RwLock<State>,
-    /// Replaced (dropping the old sender) when the store is closed, which
-    /// ends every watch on it.
-    events: RwLock<broadcast::Sender<Arc<Event>>>,
+    /// One channel per watched resource, so a write wakes only the watchers
+    /// of its own resource. Cleared (dropping the senders) when the store is
+    /// closed, which ends every watch on it.
+    events: RwLock<HashMap<String, broadcast::Sender<Arc<Event>>>>,
     sink: RwLock<Option<Arc<dyn EventSink>>>,
 }
 
@@ -79,6 +80,21 @@ impl std::fmt::Debug for MemoryStore {
         f.debug_struct("MemoryStore")
             .field("rv", &self.state.read().rv)
             .finish_non_exhaustive()
+    }
+}
+
+/// Counts what is written to it: an object's encoded size without encoding
+/// it into memory.
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -125,7 +141,7 @@ impl MemoryStore {
     pub fn new(clock: SharedClock, limits: StoreLimits) -> Self {
         let store = Self {
             clock,
-            events: RwLock::new(broadcast::channel(limits.fanout.max(16)).0),
+            events: RwLock::default(),
             limits,
             state: RwLock::new(State::default()),
             sink: RwLock::new(None),
@@ -145,7 +161,7 @@ impl MemoryStore {
     pub fn from_image(clock: SharedClock, limits: StoreLimits, image: StoreImage) -> Self {
         let store = Self {
             clock,
-            events: RwLock::new(broadcast::channel(limits.fanout.max(16)).0),
+            events: RwLock::default(),
             limits,
             state: RwLock::new(State {
                 rv: image.rv,
@@ -184,7 +200,7 @@ impl MemoryStore {
     /// Ends every watch on this store (its clients re-watch and find the
     /// store that replaced it).
     pub fn close(&self) {
-        *self.events.write() = broadcast::channel(self.limits.fanout.max(16)).0;
+        self.events.write().clear();
     }
 
     fn now(&self) -> DateTime<Utc> {
@@ -196,7 +212,8 @@ impl MemoryStore {
     }
 
     fn check_size(&self, key: &ObjectKey, v: &Value) -> Result<(), ApiError> {
-        let size = serde_json::to_vec(v).map(|b| b.len()).unwrap_or(usize::MAX);
+        let mut counter = ByteCount(0);
+        let size = serde_json::to_writer(&mut counter, v).map_or(usize::MAX, |()| counter.0);
         if size > self.limits.max_object_bytes {
             tracing::info!(?key, size, "object too large");
             return Err(ApiError::TooLarge(
@@ -247,7 +264,9 @@ impl MemoryStore {
         self.compact(st, now);
         // Never waits: a watcher that falls behind notices and catches up from
         // the history, or is told its resourceVersion is too old.
-        let _ = self.events.read().send(event);
+        if let Some(tx) = self.events.read().get(&key.resource) {
+            let _ = tx.send(event);
+        }
         object
     }
 
@@ -587,7 +606,12 @@ impl Store for MemoryStore {
     fn watch(&self, resource: &str, from: WatchFrom) -> Result<Subscription, ApiError> {
         let mut st = self.state.write();
         self.compact(&mut st, self.now());
-        let live = self.events.read().subscribe();
+        let live = self
+            .events
+            .write()
+            .entry(resource.to_owned())
+            .or_insert_with(|| broadcast::channel(self.limits.fanout.max(16)).0)
+            .subscribe();
         match from {
             WatchFrom::Now => Ok(Subscription {
                 initial: Some(Snapshot {
