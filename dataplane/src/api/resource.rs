@@ -30,7 +30,6 @@ use crate::authz::admission::Operation as Admit;
 use crate::engine::{ClusterContext, Engine};
 use crate::error::ApiError;
 use crate::resources::ResourceType;
-use crate::resources::custom;
 use crate::resources::strategy::{self as custom_strategy, UnknownFields};
 use crate::store::{DryRun, ObjectKey, Preconditions, Snapshot, Store, WatchFrom};
 use crate::strategy;
@@ -848,36 +847,7 @@ impl Handler<'_> {
     fn view(&self, sub: Sub, object: &Value) -> Value {
         match sub {
             Sub::Status => custom_strategy::present(self.rt(), object).into_owned(),
-            Sub::Scale if self.custom_scale().is_some() => self
-                .custom_scale()
-                .map(|p| custom::scale_view(p, object))
-                .unwrap_or_default(),
-            Sub::Scale => {
-                let meta = &object["metadata"];
-                let selector = object["spec"]["selector"]["matchLabels"]
-                    .as_object()
-                    .map(|m| {
-                        m.iter()
-                            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-                            .collect::<Vec<_>>()
-                            .join(",")
-                    })
-                    .unwrap_or_default();
-                let mut scale = json!({
-                    "kind": "Scale",
-                    "apiVersion": "autoscaling/v1",
-                    "metadata": {
-                        "name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"],
-                        "resourceVersion": meta["resourceVersion"], "creationTimestamp": meta["creationTimestamp"],
-                    },
-                    "spec": { "replicas": object["spec"]["replicas"].as_i64().unwrap_or(1) },
-                    "status": { "replicas": object["status"]["replicas"].as_i64().unwrap_or(0) },
-                });
-                if !selector.is_empty() {
-                    scale["status"]["selector"] = json!(selector);
-                }
-                scale
-            }
+            Sub::Scale => crate::resources::scale::view(self.rt(), object),
         }
     }
 
@@ -907,21 +877,13 @@ impl Handler<'_> {
                         format!("Invalid value: {replicas}: must be greater than or equal to 0"),
                     ));
                 }
-                match self.custom_scale() {
-                    Some(p) => custom::set_path(&mut next, &p.spec_replicas, json!(replicas)),
-                    None => next["spec"]["replicas"] = json!(replicas),
-                }
+                crate::resources::scale::set_replicas(self.rt(), &mut next, replicas);
             }
         }
         if let Some(rv) = view["metadata"]["resourceVersion"].as_str() {
             next["metadata"]["resourceVersion"] = json!(rv);
         }
         Ok(next)
-    }
-
-    /// A custom type's scale paths (built-ins scale `.spec.replicas`).
-    fn custom_scale(&self) -> Option<&custom::ScalePaths> {
-        self.rt().custom.as_ref().and_then(|c| c.scale.as_ref())
     }
 
     /// How a create or update body's unknown fields are treated.
