@@ -115,19 +115,26 @@ assert seen is not None and seen["type"] == "MODIFIED", seen
 assert seen["object"].metadata.labels == {"seen": "yes"}, seen
 assert seen["object"].message == "reconciled from python", seen
 
-# The strict checks of a create through events.k8s.io/v1.
+# The strict checks of a create through events.k8s.io/v1, nothing written.
 try:
     events.create_namespaced_event(
         NS,
-        {"apiVersion": "events.k8s.io/v1", "kind": "Event",
-         "metadata": {"name": "bad"}, "eventTime": None, "type": "Normal"},
+        client.EventsV1Event(
+            metadata=client.V1ObjectMeta(name="bad"),
+            event_time=NOW,
+            type="Normal",
+            deprecated_count=4,
+        ),
     )
-    raise AssertionError("an Event without eventTime was accepted")
+    raise AssertionError("an Event without reportingController was accepted")
 except ApiException as err:
     assert err.status == 422, (err.status, err.body)
     body = json.loads(err.body)
     assert body["reason"] == "Invalid", body
-    assert "eventTime: Required value" in body["message"], body
+    assert 'count: Invalid value: "": needs to be unset' in body["message"], body
+    assert "reportingController: Required value" in body["message"], body
+expect_missing = [e.metadata.name for e in core.list_namespaced_event(NS).items]
+assert "bad" not in expect_missing, expect_missing
 
 # Deleted through one API, gone from both.
 events.delete_namespaced_event("py-core", NS)
