@@ -98,7 +98,7 @@ mod tests {
         });
         assert_eq!(
             selector_string(&s),
-            "!canary,app=shop,env in (dev,prod),owner,tier=web,zone notin (b)"
+            "app=shop,!canary,env in (dev,prod),owner,tier=web,zone notin (b)"
         );
         assert_eq!(selector_string(&Value::Null), "");
     }
