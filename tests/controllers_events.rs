@@ -92,8 +92,14 @@ fn kubectl_sees_one_event_storage_through_both_apis() {
     assert_eq!(core_items.len(), 2, "{core_items:?}");
     // Table output through events.k8s.io prints upstream's columns.
     let table = c.ok(&["get", "events.v1.events.k8s.io"]);
-    assert!(table.contains("REASON") && table.contains("OBJECT"), "{table}");
-    assert!(table.contains("pod/web") && table.contains("Reconciled"), "{table}");
+    assert!(
+        table.contains("REASON") && table.contains("OBJECT"),
+        "{table}"
+    );
+    assert!(
+        table.contains("pod/web") && table.contains("Reconciled"),
+        "{table}"
+    );
 
     // `kubectl events` (core/v1 in this kubectl, as -v=8 shows) lists both.
     let out = c.run(&["events", "-v=8"]);

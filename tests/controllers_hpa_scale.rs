@@ -148,7 +148,11 @@ fn hpa_scales_a_custom_resource_through_its_scale_subresource() {
         r#"{"status":{"replicas":2,"selector":"app=pool"}}"#,
     ]));
     for name in ["pool-a", "pool-b"] {
-        ok(k(&["apply", "-f", &file(&format!("{name}.yaml"), &pod(name))]));
+        ok(k(&[
+            "apply",
+            "-f",
+            &file(&format!("{name}.yaml"), &pod(name)),
+        ]));
     }
     ok(k(&[
         "wait",
@@ -223,7 +227,13 @@ fn hpa_scales_a_custom_resource_through_its_scale_subresource() {
     );
     assert!(described.contains("SelectorRequired"), "{described}");
     assert_eq!(
-        ok(k(&["get", "pool", "bare", "-o", "jsonpath={.spec.replicas}"])),
+        ok(k(&[
+            "get",
+            "pool",
+            "bare",
+            "-o",
+            "jsonpath={.spec.replicas}"
+        ])),
         "1"
     );
 }

@@ -41,7 +41,10 @@ fn claims_of(pod: &Value) -> Vec<String> {
 /// Whether `pod` still holds its claims: scheduled (the kubelet will not
 /// start a Pod on a claim being deleted) and not terminated.
 fn holds_claims(pod: &Value) -> bool {
-    !pod["spec"]["nodeName"].as_str().unwrap_or_default().is_empty()
+    !pod["spec"]["nodeName"]
+        .as_str()
+        .unwrap_or_default()
+        .is_empty()
         && !matches!(
             pod["status"]["phase"].as_str(),
             Some("Succeeded" | "Failed")

@@ -16,8 +16,8 @@ use super::client::{
     ScaleTarget, WatchEvent, WatchStream,
 };
 use super::selector::Selector;
-use crate::error::ApiError;
 use crate::api::request;
+use crate::error::ApiError;
 use crate::resources::{ClusterResources, ResourceType, scale};
 use crate::store::deletion::Propagation as StorePropagation;
 use crate::store::{
@@ -369,7 +369,11 @@ impl StoreClient {
             })
             .filter(|rt| scale::has_scale(rt))
             .ok_or_else(|| target.no_match())?;
-        let namespace = if rt.namespaced { target.namespace.as_str() } else { "" };
+        let namespace = if rt.namespaced {
+            target.namespace.as_str()
+        } else {
+            ""
+        };
         let key = ObjectKey::new(&request::group_resource(&rt), namespace, &target.name);
         let object = self.store.get(&key).ok_or_else(|| {
             ClientError::NotFound(

@@ -247,7 +247,10 @@ mod tests {
         let core = core_event();
         let back = to_core(&to_events_v1(&core));
         let mut expected = core.clone();
-        expected.as_object_mut().unwrap().remove("reportingInstance");
+        expected
+            .as_object_mut()
+            .unwrap()
+            .remove("reportingInstance");
         assert_eq!(back, expected);
         let v1 = json!({ "apiVersion": "events.k8s.io/v1", "kind": "Event",
             "metadata": { "name": "x", "namespace": "default" },

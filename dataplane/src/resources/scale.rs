@@ -54,7 +54,11 @@ pub fn selector_string(selector: &Value) -> String {
             reqs.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or_default())));
         }
     }
-    for e in selector["matchExpressions"].as_array().into_iter().flatten() {
+    for e in selector["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
         let key = e["key"].as_str().unwrap_or_default();
         let mut values: Vec<&str> = e["values"]
             .as_array()

@@ -194,8 +194,8 @@ pub fn converts(rt: &ResourceType) -> bool {
     events::is_events_view(rt)
         || rt
             .custom
-        .as_ref()
-        .is_some_and(|c| c.storage_version != rt.version)
+            .as_ref()
+            .is_some_and(|c| c.storage_version != rt.version)
 }
 
 #[cfg(test)]

@@ -67,7 +67,12 @@ mod tests {
         mutate(Operation::Create, "", "persistentvolumes", &mut pv);
         assert_eq!(pv["metadata"]["finalizers"], json!(["a/b", PV_FINALIZER]));
         let mut updated = json!({ "metadata": { "name": "data" } });
-        mutate(Operation::Update, "", "persistentvolumeclaims", &mut updated);
+        mutate(
+            Operation::Update,
+            "",
+            "persistentvolumeclaims",
+            &mut updated,
+        );
         assert!(updated["metadata"].get("finalizers").is_none());
         let mut cm = json!({ "metadata": { "name": "c" } });
         mutate(Operation::Create, "", "configmaps", &mut cm);
