@@ -111,7 +111,12 @@ fn describe_shows_each_workload_kinds_events() {
     ok(k(&["apply", "-f", manifest.to_str().unwrap()]));
     ok(k(&["rollout", "status", "deployment/web", "--timeout=60s"]));
     ok(k(&["rollout", "status", "statefulset/db", "--timeout=60s"]));
-    ok(k(&["rollout", "status", "daemonset/agent", "--timeout=60s"]));
+    ok(k(&[
+        "rollout",
+        "status",
+        "daemonset/agent",
+        "--timeout=60s",
+    ]));
     ok(k(&[
         "wait",
         "--for=condition=Complete",

@@ -157,7 +157,10 @@ mod tests {
         assert_eq!(ds["updateStrategy"], json!({ "type": "OnDelete" }));
         let mut queue = json!({ "parallelism": 3 });
         default_spec("Job", &mut queue);
-        assert!(queue["completions"].is_null(), "a work queue keeps no completions");
+        assert!(
+            queue["completions"].is_null(),
+            "a work queue keeps no completions"
+        );
         let mut one = json!({});
         default_spec("Job", &mut one);
         assert_eq!(
