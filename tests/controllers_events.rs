@@ -101,6 +101,26 @@ fn kubectl_sees_one_event_storage_through_both_apis() {
         "{table}"
     );
 
+    // Field selectors by each API's own names.
+    let selected = c.items(&[
+        "get",
+        "events.v1.events.k8s.io",
+        "--field-selector",
+        "regarding.name=web,reportingController=example.com/operator",
+    ]);
+    assert_eq!(selected.len(), 1, "{selected:?}");
+    assert_eq!(selected[0]["metadata"]["name"], "web.v1");
+    let err = c.fails(&[
+        "get",
+        "events.v1.events.k8s.io",
+        "--field-selector",
+        "involvedObject.name=web",
+    ]);
+    assert!(
+        err.contains("field label not supported: involvedObject.name"),
+        "{err}"
+    );
+
     // `kubectl events` (core/v1 in this kubectl, as -v=8 shows) lists both.
     let out = c.run(&["events", "-v=8"]);
     assert!(out.status.success(), "{}", text(&out));
