@@ -168,6 +168,8 @@ fn kubectl_sees_one_event_storage_through_both_apis() {
     c.ok(&["delete", "events.v1.events.k8s.io", "web.core"]);
     let err = c.fails(&["get", "events", "web.core"]);
     assert!(err.contains("NotFound"), "{err}");
+    c.ok(&["delete", "events.v1.events.k8s.io", "--all"]);
+    assert!(c.items(&["get", "events"]).is_empty());
 }
 
 #[test]
