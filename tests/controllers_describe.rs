@@ -208,6 +208,22 @@ fn describe_shows_each_workload_kinds_events() {
     ] {
         assert!(events.contains(want), "{want} missing:\n{described}");
     }
+    // Defaults as upstream's: on what users create and on what controllers create.
+    let strategy = ok(k(&[
+        "get",
+        "statefulset",
+        "db",
+        "-o",
+        "jsonpath={.spec.updateStrategy.type}/{.spec.podManagementPolicy}",
+    ]));
+    assert_eq!(strategy, "RollingUpdate/OrderedReady");
+    let child = ok(k(&[
+        "get",
+        "jobs",
+        "-o",
+        "jsonpath={.items[?(@.metadata.ownerReferences[0].kind==\"CronJob\")].spec.backoffLimit}",
+    ]));
+    assert_eq!(child, "6");
     let described = ok(k(&["describe", "cronjob", "tick"]));
     let events = events_of(&described);
     for want in [

@@ -17,6 +17,7 @@ use super::client::{
 };
 use super::selector::Selector;
 use crate::api::request;
+use crate::authz::admission::storage_protection;
 use crate::error::ApiError;
 use crate::resources::{ClusterResources, ResourceType, scale};
 use crate::store::deletion::Propagation as StorePropagation;
@@ -24,6 +25,7 @@ use crate::store::{
     DeleteOptions as StoreDeleteOptions, Deleted, EventKind, ObjectKey, Preconditions, Store,
     WatchFrom,
 };
+use crate::strategy::workloads;
 
 /// One cluster's store, as the controllers reach it.
 #[derive(Debug, Clone)]
@@ -82,6 +84,14 @@ impl StoreClient {
     fn create_now(&self, kind: Kind, mut object: Value) -> Result<Value> {
         object["apiVersion"] = json!(kind.api_version);
         object["kind"] = json!(kind.kind);
+        // What defaulting and admission give every object the API creates
+        // (a Job of a CronJob, a claim of a StatefulSet, a provisioned volume).
+        workloads::default_spec(kind.kind, &mut object["spec"]);
+        if kind.api_version == "v1"
+            && let Some(f) = storage_protection::finalizer_of("", kind.plural)
+        {
+            storage_protection::add_finalizer(&mut object, f);
+        }
         let namespace = meta_str(&object, "namespace").to_owned();
         let name = meta_str(&object, "name").to_owned();
         if !name.is_empty() {
