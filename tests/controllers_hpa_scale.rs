@@ -236,4 +236,41 @@ fn hpa_scales_a_custom_resource_through_its_scale_subresource() {
         ])),
         "1"
     );
+
+    // Targets without a `/scale`, or of no served kind: FailedGetScale.
+    let bad = r#"
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: config}
+spec:
+  scaleTargetRef: {apiVersion: v1, kind: ConfigMap, name: kube-root-ca.crt}
+  maxReplicas: 3
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: ghost}
+spec:
+  scaleTargetRef: {apiVersion: example.com/v1, kind: Ghost, name: g}
+  maxReplicas: 3
+"#;
+    ok(k(&["apply", "-f", &file("bad-hpa.yaml", bad)]));
+    for (hpa, message) in [
+        (
+            "config",
+            "the HPA controller was unable to get the target's current scale: the server could not find the requested resource",
+        ),
+        (
+            "ghost",
+            "the HPA controller was unable to get the target's current scale: no matches for kind \"Ghost\" in group \"example.com\"",
+        ),
+    ] {
+        ok(k(&[
+            "wait",
+            "--for=jsonpath={.status.conditions[?(@.type==\"AbleToScale\")].reason}=FailedGetScale",
+            &format!("hpa/{hpa}"),
+            "--timeout=60s",
+        ]));
+        let described = ok(k(&["describe", "hpa", hpa]));
+        assert!(described.contains(message), "{described}");
+    }
 }

@@ -377,8 +377,13 @@ impl StoreClient {
                     .find(|t| t.group == target.group() && t.kind == target.kind)
                     .cloned()
             })
-            .filter(|rt| scale::has_scale(rt))
             .ok_or_else(|| target.no_match())?;
+        if !scale::has_scale(&rt) {
+            // A served type without `/scale`: the subresource's 404.
+            return Err(ClientError::Invalid(
+                "the server could not find the requested resource".into(),
+            ));
+        }
         let namespace = if rt.namespaced {
             target.namespace.as_str()
         } else {
