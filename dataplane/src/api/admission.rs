@@ -20,6 +20,7 @@ use super::webhook_call;
 use crate::authz::admission::webhook::{self, Webhook};
 use crate::authz::admission::{
     Operation, limitrange, match_conditions, namespace, object_name, quota, serviceaccount,
+    storage_protection,
 };
 use crate::authz::{Forbidden, StoreSource, escalation};
 use crate::engine::Engine;
@@ -141,6 +142,7 @@ impl Admission<'_> {
             if op == Operation::Create && self.is("", "pods") {
                 self.admit_service_account(&mut object).await?;
             }
+            storage_protection::mutate(op, group, resource, &mut object);
         }
         let options = json!({"kind": if op == Operation::Create { "CreateOptions" } else { "UpdateOptions" }, "apiVersion": "meta.k8s.io/v1"});
         object = self

@@ -283,7 +283,10 @@ pub fn delete_collection(
         }
         let key = ObjectKey::new(&resource, ns, name);
         match store.delete_with(&key, &strategy, &req.options) {
-            Ok(_) | Err(ApiError::ObjectNotFound(_)) => items.push((**object).clone()),
+            Ok(_) | Err(ApiError::ObjectNotFound(_)) => {
+                // In the request's version (events.k8s.io Events, custom resources).
+                items.push(crate::resources::strategy::present(rt, object).into_owned());
+            }
             Err(e) => return Err(e),
         }
     }

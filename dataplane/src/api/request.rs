@@ -39,6 +39,9 @@ impl Scope {
 
 /// The store key of a type: `pods`, `deployments.apps`.
 pub fn group_resource(rt: &ResourceType) -> String {
+    if let Some(shared) = crate::resources::events::shared_storage(rt) {
+        return shared.to_owned();
+    }
     if rt.group.is_empty() {
         rt.plural.clone()
     } else {

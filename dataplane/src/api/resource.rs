@@ -4,6 +4,7 @@
 //! Generic over the [`ResourceRegistry`](crate::resources::ResourceRegistry):
 //! no per-kind handler code.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -29,7 +30,6 @@ use crate::authz::admission::Operation as Admit;
 use crate::engine::{ClusterContext, Engine};
 use crate::error::ApiError;
 use crate::resources::ResourceType;
-use crate::resources::custom;
 use crate::resources::strategy::{self as custom_strategy, UnknownFields};
 use crate::store::{DryRun, ObjectKey, Preconditions, Snapshot, Store, WatchFrom};
 use crate::strategy;
@@ -294,7 +294,31 @@ impl Handler<'_> {
     }
 
     fn current(&self, key: &ObjectKey) -> Result<Arc<Value>, ApiError> {
-        self.store.get(key).ok_or_else(|| self.not_found(key))
+        self.stored(key).ok_or_else(|| self.not_found(key))
+    }
+
+    /// The object at `key` as this request's version shows it (types that
+    /// share another's storage or convert are changed in their own form).
+    fn stored(&self, key: &ObjectKey) -> Option<Arc<Value>> {
+        let object = self.store.get(key)?;
+        if !custom_strategy::converts(self.rt()) {
+            return Some(object);
+        }
+        match custom_strategy::present(self.rt(), &object) {
+            Cow::Borrowed(_) => Some(object),
+            Cow::Owned(o) => Some(Arc::new(o)),
+        }
+    }
+
+    /// Records an Update on `new`, already in its stored form: converting
+    /// types are tracked in the request's form, as their managers wrote them.
+    fn track_stored(&self, old: Option<&Value>, new: &mut Value) {
+        if !custom_strategy::converts(self.rt()) {
+            return self.track(old, new);
+        }
+        let mut shown = custom_strategy::present(self.rt(), new).into_owned();
+        self.track(old, &mut shown);
+        new["metadata"]["managedFields"] = shown["metadata"]["managedFields"].take();
     }
 
     /// Writes one object in the negotiated format.
@@ -463,7 +487,10 @@ impl Handler<'_> {
         let rt = self.rt();
         match self.output {
             Output::Table(include) => {
-                let objects: Vec<Value> = items.iter().map(|o| (***o).clone()).collect();
+                let objects: Vec<Value> = items
+                    .iter()
+                    .map(|o| custom_strategy::present(rt, o).into_owned())
+                    .collect();
                 let now = self.engine.registry().clock().now();
                 Ok(HttpResponse::Ok().json(table::render(rt, &objects, include, meta, now)))
             }
@@ -602,7 +629,7 @@ impl Handler<'_> {
         custom_strategy::prepare_create(rt, &mut named, self.unknown_fields())?;
         let mut admitted = self.admission("").admit(Admit::Create, named, None).await?;
         admitted["metadata"]["name"] = json!(name);
-        self.track(None, &mut admitted);
+        self.track_stored(None, &mut admitted);
         let created = self.store.create(&key, admitted)?;
         self.respond(StatusCode::CREATED, &created)
     }
@@ -634,7 +661,7 @@ impl Handler<'_> {
             .admission("")
             .admit(Admit::Update, body, Some(&current))
             .await?;
-        self.track(Some(&current), &mut body);
+        self.track_stored(Some(&current), &mut body);
         let updated = self.store.update(&key, body, &Preconditions::default())?;
         self.respond(StatusCode::OK, &updated)
     }
@@ -650,7 +677,7 @@ impl Handler<'_> {
     ) -> Result<(StatusCode, Arc<Value>), ApiError> {
         let admission = self.admission(subresource);
         for _ in 0..16 {
-            let Some(current) = self.store.get(key) else {
+            let Some(current) = self.stored(key) else {
                 if let Some(object) = create_missing {
                     let mut object = object.clone();
                     self.check_body(&mut object)?;
@@ -820,36 +847,7 @@ impl Handler<'_> {
     fn view(&self, sub: Sub, object: &Value) -> Value {
         match sub {
             Sub::Status => custom_strategy::present(self.rt(), object).into_owned(),
-            Sub::Scale if self.custom_scale().is_some() => self
-                .custom_scale()
-                .map(|p| custom::scale_view(p, object))
-                .unwrap_or_default(),
-            Sub::Scale => {
-                let meta = &object["metadata"];
-                let selector = object["spec"]["selector"]["matchLabels"]
-                    .as_object()
-                    .map(|m| {
-                        m.iter()
-                            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-                            .collect::<Vec<_>>()
-                            .join(",")
-                    })
-                    .unwrap_or_default();
-                let mut scale = json!({
-                    "kind": "Scale",
-                    "apiVersion": "autoscaling/v1",
-                    "metadata": {
-                        "name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"],
-                        "resourceVersion": meta["resourceVersion"], "creationTimestamp": meta["creationTimestamp"],
-                    },
-                    "spec": { "replicas": object["spec"]["replicas"].as_i64().unwrap_or(1) },
-                    "status": { "replicas": object["status"]["replicas"].as_i64().unwrap_or(0) },
-                });
-                if !selector.is_empty() {
-                    scale["status"]["selector"] = json!(selector);
-                }
-                scale
-            }
+            Sub::Scale => crate::resources::scale::view(self.rt(), object),
         }
     }
 
@@ -879,21 +877,13 @@ impl Handler<'_> {
                         format!("Invalid value: {replicas}: must be greater than or equal to 0"),
                     ));
                 }
-                match self.custom_scale() {
-                    Some(p) => custom::set_path(&mut next, &p.spec_replicas, json!(replicas)),
-                    None => next["spec"]["replicas"] = json!(replicas),
-                }
+                crate::resources::scale::set_replicas(self.rt(), &mut next, replicas);
             }
         }
         if let Some(rv) = view["metadata"]["resourceVersion"].as_str() {
             next["metadata"]["resourceVersion"] = json!(rv);
         }
         Ok(next)
-    }
-
-    /// A custom type's scale paths (built-ins scale `.spec.replicas`).
-    fn custom_scale(&self) -> Option<&custom::ScalePaths> {
-        self.rt().custom.as_ref().and_then(|c| c.scale.as_ref())
     }
 
     /// How a create or update body's unknown fields are treated.

@@ -193,7 +193,21 @@ fn kind_fields(group: &str, kind: &str) -> &'static [&'static str] {
             "status.podIPs",
             "status.nominatedNodeName",
         ],
-        ("", "Event") | ("events.k8s.io", "Event") => &[
+        // events.k8s.io names them after its own fields ([`storage_field`]).
+        ("events.k8s.io", "Event") => &[
+            "regarding.kind",
+            "regarding.namespace",
+            "regarding.name",
+            "regarding.uid",
+            "regarding.apiVersion",
+            "regarding.resourceVersion",
+            "regarding.fieldPath",
+            "reason",
+            "reportingController",
+            "source",
+            "type",
+        ],
+        ("", "Event") => &[
             "involvedObject.kind",
             "involvedObject.namespace",
             "involvedObject.name",
@@ -217,9 +231,33 @@ fn kind_fields(group: &str, kind: &str) -> &'static [&'static str] {
     }
 }
 
+/// The stored object's field a selectable field of `group`/`kind` reads:
+/// events.k8s.io Events are stored as core Events, so their labels map to
+/// the core names (upstream's `AddFieldLabelConversionsForEvent`).
+fn storage_field<'a>(group: &str, kind: &str, field: &'a str) -> std::borrow::Cow<'a, str> {
+    if (group, kind) != ("events.k8s.io", "Event") {
+        return field.into();
+    }
+    match field {
+        "reportingController" => "reportingComponent".into(),
+        f => match f.strip_prefix("regarding.") {
+            Some(rest) => format!("involvedObject.{rest}").into(),
+            None => f.into(),
+        },
+    }
+}
+
 /// The value a field selector compares for `field` of `object`, as a string.
 fn field_value(object: &Value, field: &str) -> String {
     let path: Vec<&str> = match field {
+        // upstream: the source component, else the reporting controller.
+        "source"
+            if object["source"]["component"]
+                .as_str()
+                .is_none_or(str::is_empty) =>
+        {
+            vec!["reportingComponent"]
+        }
         "source" => vec!["source", "component"],
         "status.podIPs" => vec!["status", "podIP"],
         f => f.split('.').collect(),
@@ -266,7 +304,8 @@ impl FieldSelector {
                     "field label not supported: {field}"
                 )));
             }
-            terms.push((field.to_owned(), eq, value.trim().to_owned()));
+            let field = storage_field(group, kind, field).into_owned();
+            terms.push((field, eq, value.trim().to_owned()));
         }
         Ok(Self { terms })
     }
@@ -375,5 +414,28 @@ mod tests {
         )
         .unwrap();
         assert!(s.matches(&ev));
+        // events.k8s.io selects the same stored Events by its own names.
+        let s = FieldSelector::parse(
+            "regarding.kind=Pod,regarding.name=p,reportingController=kubelet,type=Normal",
+            "events.k8s.io",
+            "Event",
+        )
+        .unwrap();
+        let mut ev = ev;
+        ev["reportingComponent"] = json!("kubelet");
+        assert!(s.matches(&ev));
+        let err =
+            FieldSelector::parse("involvedObject.kind=Pod", "events.k8s.io", "Event").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "field label not supported: involvedObject.kind"
+        );
+        // `source` falls back to the reporting controller.
+        let v1_made = json!({"metadata": {"name": "e"}, "source": {}, "reportingComponent": "ctl"});
+        assert!(
+            FieldSelector::parse("source=ctl", "", "Event")
+                .unwrap()
+                .matches(&v1_made)
+        );
     }
 }

@@ -388,6 +388,12 @@ fn cell(expr: &str, o: &Value, now: DateTime<Utc>) -> Value {
         ),
         "podReady" => pod_ready(o),
         "podStatus" => json!(pod_status(o)),
+        // upstream's PV and PVC printers: a volume being deleted is `Terminating`.
+        "volumePhase" => json!(if o["metadata"]["deletionTimestamp"].is_string() {
+            "Terminating"
+        } else {
+            o["status"]["phase"].as_str().unwrap_or_default()
+        }),
         "podRestarts" => pod_restarts(o, now),
         "podReadinessGates" => {
             let gates = lookup(o, ".spec.readinessGates[*]");

@@ -101,7 +101,7 @@ impl Watcher {
         match self.req.table {
             Some(include) => table::render(
                 &self.req.rt,
-                std::slice::from_ref(object),
+                std::slice::from_ref(&*strategy::present(&self.req.rt, object)),
                 include,
                 json!({ "resourceVersion": object["metadata"]["resourceVersion"] }),
                 self.clock.now(),

@@ -57,6 +57,7 @@ use tokio::sync::mpsc;
 
 use super::obj;
 use super::selector::Selector;
+use crate::resources::{ResourceRegistry, ResourceType, scale};
 
 /// A boxed, sendable future: the trait is object-safe and async.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -236,6 +237,52 @@ pub struct DeleteOptions {
     pub grace_period_seconds: Option<i64>,
 }
 
+/// An object reached through its `/scale` subresource: an HPA's
+/// `scaleTargetRef` in its namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScaleTarget {
+    /// `apps/v1`, `stable.example.com/v1`, …
+    pub api_version: String,
+    /// `Deployment`, `CronTab`, …
+    pub kind: String,
+    /// The namespace.
+    pub namespace: String,
+    /// The name.
+    pub name: String,
+}
+
+impl ScaleTarget {
+    /// The API group (`""` for core).
+    pub fn group(&self) -> &str {
+        self.api_version
+            .rsplit_once('/')
+            .map(|(g, _)| g)
+            .unwrap_or_default()
+    }
+
+    /// Upstream's REST mapper error for a kind no served type has.
+    pub fn no_match(&self) -> ClientError {
+        ClientError::Invalid(format!(
+            "no matches for kind \"{}\" in group \"{}\"",
+            self.kind,
+            self.group()
+        ))
+    }
+}
+
+/// The built-in kinds with a `/scale` the controllers know (what a client
+/// without the cluster's registry can scale).
+fn builtin_scalable(target: &ScaleTarget) -> Result<(Kind, Arc<ResourceType>)> {
+    let kind = [kinds::DEPLOYMENT, kinds::REPLICA_SET, kinds::STATEFUL_SET]
+        .into_iter()
+        .find(|k| k.kind == target.kind && k.api_version.starts_with(target.group()))
+        .ok_or_else(|| target.no_match())?;
+    let rt = ResourceRegistry::builtin_ref()
+        .by_kind(kind.api_version, kind.kind)
+        .ok_or_else(|| target.no_match())?;
+    Ok((kind, rt))
+}
+
 /// Why a client call failed.
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
 pub enum ClientError {
@@ -301,6 +348,32 @@ pub trait Client: Send + Sync + 'static {
 
     /// Deletes everything in `namespace`; answers how many objects remain.
     fn delete_namespace_contents<'a>(&'a self, namespace: &'a str) -> BoxFuture<'a, Result<usize>>;
+
+    /// The `autoscaling/v1` Scale of `target`, as its `/scale` serves it;
+    /// [`ClientError::Invalid`] when no served type of that kind has one.
+    /// This default knows the built-in workloads only.
+    fn get_scale<'a>(&'a self, target: &'a ScaleTarget) -> BoxFuture<'a, Result<Value>> {
+        Box::pin(async move {
+            let (kind, rt) = builtin_scalable(target)?;
+            let o = self.get(kind, &target.namespace, &target.name).await?;
+            Ok(scale::view(&rt, &o))
+        })
+    }
+
+    /// Sets the desired replicas of `target` through its `/scale`; the new Scale.
+    fn update_scale<'a>(
+        &'a self,
+        target: &'a ScaleTarget,
+        replicas: i64,
+    ) -> BoxFuture<'a, Result<Value>> {
+        Box::pin(async move {
+            let (kind, rt) = builtin_scalable(target)?;
+            let mut o = self.get(kind, &target.namespace, &target.name).await?;
+            scale::set_replicas(&rt, &mut o, replicas);
+            let written = self.update(kind, o).await?;
+            Ok(scale::view(&rt, &written))
+        })
+    }
 }
 
 /// The characters upstream appends to generated names (no vowels, no 0/1/3).

@@ -1,8 +1,9 @@
 //! The HorizontalPodAutoscaler controller (autoscaling/v2, and v1's
 //! `targetCPUUtilizationPercentage`), on the clock: every 15 s (upstream's
-//! `--horizontal-pod-autoscaler-sync-period`) it reads the target's scale
-//! (Deployment, StatefulSet, ReplicaSet), the synthetic usage of its running
-//! Pods ([`metrics::usage`](crate::metrics::usage)) and computes the replica
+//! `--horizontal-pod-autoscaler-sync-period`) it reads the target's `/scale`
+//! (any served type with one: Deployment, StatefulSet, ReplicaSet, a custom
+//! resource whose CRD declares `subresources.scale`), the synthetic usage of
+//! the running Pods its `status.selector` picks ([`metrics::usage`](crate::metrics::usage)) and computes the replica
 //! count as upstream does: `ceil(current × usage / target)` per metric, the
 //! largest wins, within a 10 % tolerance; scale-up limited to the default
 //! policies (double, or +4 Pods, per period), scale-down held by the
@@ -18,7 +19,7 @@ use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use super::client::{BoxFuture, ClientError, Kind, kinds};
+use super::client::{BoxFuture, ClientError, ScaleTarget, kinds};
 use super::events::{EventKind, Recorder};
 use super::obj;
 use super::runtime::{ObjKey, Reconciler, Registration, Requeue, Runtime};
@@ -47,15 +48,6 @@ struct Computed {
     proposal: i64,
     status: Value,
     description: String,
-}
-
-fn target_kind(kind: &str) -> Option<Kind> {
-    match kind {
-        "Deployment" => Some(kinds::DEPLOYMENT),
-        "StatefulSet" => Some(kinds::STATEFUL_SET),
-        "ReplicaSet" => Some(kinds::REPLICA_SET),
-        _ => None,
-    }
 }
 
 /// The metrics of an HPA in v2 form (v1's CPU target, or upstream's default
@@ -262,38 +254,33 @@ impl HpaController {
             .as_array()
             .cloned()
             .unwrap_or_default();
-        let target = target_kind(t_kind)
-            .and_then(|k| Some((k, self.rt.informer(k).get_by(&key.namespace, t_name)?)));
-        let Some((kind, target)) = target else {
-            let msg = match target_kind(t_kind) {
-                Some(k) => format!(
-                    "the HPA controller was unable to get the target's current scale: {} \"{t_name}\" not found",
-                    crate::controllers::store_client::group_resource(k)
-                ),
-                None => format!(
-                    "the HPA controller was unable to get the target's current scale: no matches for kind \"{t_kind}\" in group \"{}\"",
-                    r["apiVersion"]
-                        .as_str()
-                        .unwrap_or("")
-                        .split('/')
-                        .next()
-                        .unwrap_or("")
-                ),
-            };
-            obj::set_condition(
-                &mut conds,
-                json!({"type": "AbleToScale", "status": "False", "reason": "FailedGetScale", "message": msg}),
-                &ts,
-                false,
-            );
-            self.write_status(&hpa, json!({"currentReplicas": hpa["status"]["currentReplicas"].as_i64().unwrap_or(0), "desiredReplicas": hpa["status"]["desiredReplicas"].as_i64().unwrap_or(0), "conditions": conds}), Some(("FailedGetScale", msg))).await?;
-            return Ok(Requeue::After(SYNC_PERIOD));
+        let target = ScaleTarget {
+            api_version: r["apiVersion"].as_str().unwrap_or("").to_owned(),
+            kind: t_kind.to_owned(),
+            namespace: key.namespace.clone(),
+            name: t_name.to_owned(),
         };
-        let current = target["spec"]["replicas"].as_i64().unwrap_or(1);
+        let scale = match self.rt.client.get_scale(&target).await {
+            Ok(scale) => scale,
+            Err(e @ (ClientError::NotFound(_) | ClientError::Invalid(_))) => {
+                let msg =
+                    format!("the HPA controller was unable to get the target's current scale: {e}");
+                obj::set_condition(
+                    &mut conds,
+                    json!({"type": "AbleToScale", "status": "False", "reason": "FailedGetScale", "message": msg}),
+                    &ts,
+                    false,
+                );
+                self.write_status(&hpa, json!({"currentReplicas": hpa["status"]["currentReplicas"].as_i64().unwrap_or(0), "desiredReplicas": hpa["status"]["desiredReplicas"].as_i64().unwrap_or(0), "conditions": conds}), Some(("FailedGetScale", msg))).await?;
+                return Ok(Requeue::After(SYNC_PERIOD));
+            }
+            Err(e) => return Err(e),
+        };
+        let current = scale["spec"]["replicas"].as_i64().unwrap_or(0);
         let min = hpa["spec"]["minReplicas"].as_i64().unwrap_or(1);
         let max = hpa["spec"]["maxReplicas"].as_i64().unwrap_or(min).max(min);
         let mut status =
-            json!({"currentReplicas": target["status"]["replicas"].as_i64().unwrap_or(current)});
+            json!({"currentReplicas": scale["status"]["replicas"].as_i64().unwrap_or(0)});
         if let Some(t) = hpa["status"].get("lastScaleTime") {
             status["lastScaleTime"] = t.clone();
         }
@@ -309,16 +296,38 @@ impl HpaController {
             self.write_status(&hpa, status, None).await?;
             return Ok(Requeue::After(SYNC_PERIOD));
         }
-        let selector = Selector::from_label_selector(&target["spec"]["selector"]);
+        // Upstream reads the Pods through the selector the scale reports.
+        let selector = scale["status"]["selector"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .and_then(Selector::parse);
+        let Some(selector) = selector else {
+            let msg = "the HPA target's scale is missing a selector".to_owned();
+            obj::set_condition(
+                &mut conds,
+                json!({"type": "AbleToScale", "status": "True", "reason": "SucceededGetScale", "message": "the HPA controller was able to get the target's current scale"}),
+                &ts,
+                false,
+            );
+            obj::set_condition(
+                &mut conds,
+                json!({"type": "ScalingActive", "status": "False", "reason": "InvalidSelector", "message": msg}),
+                &ts,
+                false,
+            );
+            status["desiredReplicas"] = json!(current);
+            status["conditions"] = json!(conds);
+            let event = ("SelectorRequired", "selector is required".to_owned());
+            self.write_status(&hpa, status, Some(event)).await?;
+            return Ok(Requeue::After(SYNC_PERIOD));
+        };
         let pods: Vec<Arc<Value>> = self
             .rt
             .informer(kinds::POD)
             .list_namespace(&key.namespace)
             .into_iter()
             .filter(|p| {
-                selector.as_ref().is_some_and(|s| s.matches(obj::labels(p)))
-                    && !obj::deleting(p)
-                    && !obj::pod_terminal(p)
+                selector.matches(obj::labels(p)) && !obj::deleting(p) && !obj::pod_terminal(p)
             })
             .collect();
         let mut proposal: Option<(i64, String)> = None;
@@ -420,10 +429,7 @@ impl HpaController {
         };
         let mut event = None;
         if desired != current {
-            let mut next = (*target).clone();
-            next["spec"]["replicas"] = json!(desired);
-            let written = self.rt.client.update(kind, next).await?;
-            self.rt.informer(kind).observe(written);
+            self.rt.client.update_scale(&target, desired).await?;
             let reason = if desired > current {
                 format!("{metric} above target")
             } else {

@@ -22,6 +22,8 @@
 //! - [`loadbalancer`]: `type: LoadBalancer` status in the cloud's shape.
 //! - [`volume`]: PersistentVolume binding, provisioning and reclaim;
 //!   [`volume_binding`]: the scheduler's view of a Pod's claims.
+//! - [`storage_protection`]: the `pvc-protection` and `pv-protection`
+//!   finalizers, released once a claim or volume is no longer in use.
 //! - [`quota`]: ResourceQuota `status.used`.
 //! - [`disruption`]: PodDisruptionBudget status, which evictions honour.
 //! - [`sa_tokens`]: legacy ServiceAccount token Secrets.
@@ -55,6 +57,7 @@ pub mod scheduler;
 pub mod selector;
 pub mod service;
 pub mod statefulset;
+pub mod storage_protection;
 pub mod store_client;
 #[cfg(test)]
 mod tests;
@@ -172,6 +175,7 @@ impl Controllers {
             recorder.clone(),
             config.provisioner.clone(),
         ));
+        regs.extend(storage_protection::StorageProtection::register(&rt));
         if let Some(key) = config.sa_key.clone() {
             regs.push(sa_tokens::TokensController::register(
                 &rt,

@@ -13,16 +13,19 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::client::{
     BoxFuture, Client, ClientError, DeleteOptions, EventType, Kind, Propagation, Result,
-    WatchEvent, WatchStream,
+    ScaleTarget, WatchEvent, WatchStream,
 };
 use super::selector::Selector;
+use crate::api::request;
+use crate::authz::admission::storage_protection;
 use crate::error::ApiError;
-use crate::resources::ClusterResources;
+use crate::resources::{ClusterResources, ResourceType, scale};
 use crate::store::deletion::Propagation as StorePropagation;
 use crate::store::{
     DeleteOptions as StoreDeleteOptions, Deleted, EventKind, ObjectKey, Preconditions, Store,
     WatchFrom,
 };
+use crate::strategy::workloads;
 
 /// One cluster's store, as the controllers reach it.
 #[derive(Debug, Clone)]
@@ -80,6 +83,14 @@ impl StoreClient {
     fn create_now(&self, kind: Kind, mut object: Value) -> Result<Arc<Value>> {
         object["apiVersion"] = json!(kind.api_version);
         object["kind"] = json!(kind.kind);
+        // What defaulting and admission give every object the API creates
+        // (a Job of a CronJob, a claim of a StatefulSet, a provisioned volume).
+        workloads::default_spec(kind.kind, &mut object["spec"]);
+        if kind.api_version == "v1"
+            && let Some(f) = storage_protection::finalizer_of("", kind.plural)
+        {
+            storage_protection::add_finalizer(&mut object, f);
+        }
         let namespace = meta_str(&object, "namespace").to_owned();
         let name = meta_str(&object, "name").to_owned();
         if !name.is_empty() {
@@ -244,13 +255,10 @@ impl StoreClient {
         let registry = self.resources.registry();
         let mut seen = std::collections::HashSet::new();
         for rt in registry.all().iter().filter(|t| t.namespaced) {
-            let resource = if rt.group.is_empty() {
-                rt.plural.clone()
-            } else {
-                format!("{}.{}", rt.plural, rt.group)
-            };
+            let resource = request::group_resource(rt);
             if !seen.insert(resource.clone()) {
-                // A custom type served in several versions has one storage.
+                // A custom type served in several versions has one storage
+                // (and events.k8s.io Events are core Events).
                 continue;
             }
             let snapshot = self.store.snapshot(&resource);
@@ -325,6 +333,71 @@ impl Client for StoreClient {
 
     fn delete_namespace_contents<'a>(&'a self, namespace: &'a str) -> BoxFuture<'a, Result<usize>> {
         Box::pin(async move { Ok(self.delete_namespace_contents_now(namespace)) })
+    }
+
+    fn get_scale<'a>(&'a self, target: &'a ScaleTarget) -> BoxFuture<'a, Result<Value>> {
+        Box::pin(async move {
+            let (rt, _, object) = self.scalable(target)?;
+            Ok(scale::view(&rt, &object))
+        })
+    }
+
+    fn update_scale<'a>(
+        &'a self,
+        target: &'a ScaleTarget,
+        replicas: i64,
+    ) -> BoxFuture<'a, Result<Value>> {
+        Box::pin(async move {
+            let (rt, key, mut object) = self.scalable(target)?;
+            scale::set_replicas(&rt, &mut object, replicas);
+            let written = self
+                .store
+                .update(&key, object, &Preconditions::default())
+                .map_err(client_error)?;
+            Ok(scale::view(&rt, &written))
+        })
+    }
+}
+
+impl StoreClient {
+    /// The served type of `target` with a `/scale` (any version of its group
+    /// and kind, the named one first, custom resources included), the
+    /// object's key and the object.
+    fn scalable(&self, target: &ScaleTarget) -> Result<(Arc<ResourceType>, ObjectKey, Value)> {
+        let registry = self.resources.registry();
+        let rt = registry
+            .by_kind(&target.api_version, &target.kind)
+            .or_else(|| {
+                registry
+                    .all()
+                    .iter()
+                    .find(|t| t.group == target.group() && t.kind == target.kind)
+                    .cloned()
+            })
+            .ok_or_else(|| target.no_match())?;
+        if !scale::has_scale(&rt) {
+            // A served type without `/scale`: the subresource's 404.
+            return Err(ClientError::Invalid(
+                "the server could not find the requested resource".into(),
+            ));
+        }
+        let namespace = if rt.namespaced {
+            target.namespace.as_str()
+        } else {
+            ""
+        };
+        let key = ObjectKey::new(&request::group_resource(&rt), namespace, &target.name);
+        let object = self.store.get(&key).ok_or_else(|| {
+            ClientError::NotFound(
+                crate::error::Target {
+                    name: target.name.clone(),
+                    group: rt.group.clone(),
+                    kind: rt.plural.clone(),
+                }
+                .qualified(),
+            )
+        })?;
+        Ok((rt, key, (*object).clone()))
     }
 }
 

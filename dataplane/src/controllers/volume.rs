@@ -365,7 +365,7 @@ impl VolumeController {
     async fn reclaim(&self, key: &ObjKey) -> Result<Requeue, ClientError> {
         let claims = self.rt.informer(kinds::PVC);
         for pv in self.rt.informer(kinds::PV).list() {
-            if claimed_by(&pv).as_ref() != Some(key) || obj::deleting(&pv) {
+            if claimed_by(&pv).as_ref() != Some(key) {
                 continue;
             }
             // A new claim of the same name is not this volume's claim.
@@ -375,23 +375,27 @@ impl VolumeController {
             {
                 continue;
             }
-            if pv["spec"]["persistentVolumeReclaimPolicy"] == "Delete" {
+            // Released first, as the binder does (pv-protection then lets go).
+            if pv["status"]["phase"] != "Released" {
+                let mut v = (*pv).clone();
+                v["status"] = json!({"phase": "Released", "lastPhaseTransitionTime": obj::fmt_time(self.rt.clock.now())});
+                let w = self.rt.client.update_status(kinds::PV, v).await?;
+                self.rt.informer(kinds::PV).observe(w);
+            }
+            if pv["spec"]["persistentVolumeReclaimPolicy"] == "Delete" && !obj::deleting(&pv) {
                 match self
                     .rt
                     .client
                     .delete(kinds::PV, "", obj::name(&pv), DeleteOptions::default())
                     .await
                 {
-                    Ok(_) | Err(ClientError::NotFound(_)) => {
+                    // Held by its finalizer until the pv-protection controller lets go.
+                    Ok(Some(w)) => self.rt.informer(kinds::PV).observe(w),
+                    Ok(None) | Err(ClientError::NotFound(_)) => {
                         self.rt.informer(kinds::PV).observe_deleted(&pv)
                     }
                     Err(e) => return Err(e),
                 }
-            } else if pv["status"]["phase"] != "Released" {
-                let mut v = (*pv).clone();
-                v["status"] = json!({"phase": "Released", "lastPhaseTransitionTime": obj::fmt_time(self.rt.clock.now())});
-                let w = self.rt.client.update_status(kinds::PV, v).await?;
-                self.rt.informer(kinds::PV).observe(w);
             }
         }
         Ok(Requeue::No)

@@ -16,6 +16,8 @@ mod builtin;
 pub mod crd_validation;
 pub mod custom;
 pub mod deletion;
+pub mod events;
+pub mod scale;
 pub mod schema;
 pub mod strategy;
 pub mod view;

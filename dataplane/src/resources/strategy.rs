@@ -4,6 +4,8 @@
 //! - custom resources: defaulting, pruning, structural-schema validation, and
 //!   the storage version's `apiVersion` on write / the served one on read
 //!   (`conversion: None`);
+//! - events.k8s.io/v1 Events: stored as core/v1 Events and served back
+//!   converted ([`super::events`]);
 //! - CustomResourceDefinition: defaulting and validation, and, on the first
 //!   DELETE, the `customresourcecleanup.apiextensions.k8s.io` finalizer with a
 //!   `Terminating` condition (the CRD controller then deletes its objects).
@@ -13,7 +15,7 @@ use std::borrow::Cow;
 use serde_json::{Value, json};
 
 use super::custom::{self, CLEANUP_FINALIZER, CustomSpec};
-use super::{ResourceType, crd_validation, schema};
+use super::{ResourceType, crd_validation, events, schema};
 use crate::error::{ApiError, Cause, Target};
 
 /// How unknown fields of a body are treated (`fieldValidation`).
@@ -83,6 +85,14 @@ fn prepare(
 ) -> Result<(), ApiError> {
     if let Some(spec) = &rt.custom {
         return prepare_custom(rt, spec, object, unknown);
+    }
+    if events::is_events_view(rt) {
+        let core = events::to_core(object);
+        if old.is_none() {
+            events::validate_create(&core)?;
+        }
+        *object = core;
+        return Ok(());
     }
     if custom::is_crd(rt) {
         crd_validation::apply_defaults(object);
@@ -161,6 +171,12 @@ pub fn prepare_delete(rt: &ResourceType, current: &Value, now: &str) -> Option<V
 /// the storage version and served in any (`conversion: None` rewrites only
 /// `apiVersion`).
 pub fn present<'a>(rt: &ResourceType, object: &'a Value) -> Cow<'a, Value> {
+    if events::is_events_view(rt) {
+        if object["apiVersion"] == "events.k8s.io/v1" || !object.is_object() {
+            return Cow::Borrowed(object);
+        }
+        return Cow::Owned(events::to_events_v1(object));
+    }
     if rt.custom.is_none() {
         return Cow::Borrowed(object);
     }
@@ -175,9 +191,11 @@ pub fn present<'a>(rt: &ResourceType, object: &'a Value) -> Cow<'a, Value> {
 
 /// Whether `present` may change objects of `rt` (lets hot paths skip it).
 pub fn converts(rt: &ResourceType) -> bool {
-    rt.custom
-        .as_ref()
-        .is_some_and(|c| c.storage_version != rt.version)
+    events::is_events_view(rt)
+        || rt
+            .custom
+            .as_ref()
+            .is_some_and(|c| c.storage_version != rt.version)
 }
 
 #[cfg(test)]

@@ -7,8 +7,10 @@
 //! # Layout
 //!
 //! - [`service`]: Service defaults, ClusterIP and NodePort allocation.
+//! - [`workloads`]: the apps/v1 and batch/v1 workloads' defaults.
 
 pub mod service;
+pub mod workloads;
 
 use serde_json::Value;
 
@@ -56,7 +58,15 @@ pub trait Strategy: Sync {
 }
 
 /// (group, kind) → strategy.
-static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[("", "Service", &service::ServiceStrategy)];
+static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
+    ("", "Service", &service::ServiceStrategy),
+    ("apps", "Deployment", &workloads::WorkloadDefaults),
+    ("apps", "StatefulSet", &workloads::WorkloadDefaults),
+    ("apps", "DaemonSet", &workloads::WorkloadDefaults),
+    ("apps", "ReplicaSet", &workloads::WorkloadDefaults),
+    ("batch", "Job", &workloads::WorkloadDefaults),
+    ("batch", "CronJob", &workloads::WorkloadDefaults),
+];
 
 fn strategy(rt: &ResourceType) -> Option<&'static dyn Strategy> {
     STRATEGIES

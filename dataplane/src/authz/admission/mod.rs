@@ -1,7 +1,8 @@
 //! Admission as pure functions, run after defaulting and authorization and
 //! before storing, in upstream's order. Mutating: [`namespace`]
 //! (NamespaceLifecycle, which only refuses), [`limitrange::mutate`]
-//! (container defaults), [`serviceaccount`] (default account, token volume).
+//! (container defaults), [`serviceaccount`] (default account, token volume),
+//! [`storage_protection`] (StorageObjectInUseProtection finalizers).
 //! Mutating [`webhook`]s last (called when their [`match_conditions`] hold). Validating: [`limitrange::validate`]
 //! (min/max/ratio), validating [`webhook`]s, then [`quota`] (object counts
 //! and compute resources against every ResourceQuota of the namespace).
@@ -15,6 +16,7 @@ pub mod namespace;
 pub mod quantity;
 pub mod quota;
 pub mod serviceaccount;
+pub mod storage_protection;
 pub mod webhook;
 
 /// Which write is being admitted.

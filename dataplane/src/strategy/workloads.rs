@@ -1,0 +1,177 @@
+//! The workload kinds' defaults, as upstream's `SetDefaults_*` of apps/v1 and
+//! batch/v1 fill them on every write: Deployment (`replicas`, the
+//! `RollingUpdate` strategy at 25 %/25 %, `revisionHistoryLimit`,
+//! `progressDeadlineSeconds`), StatefulSet (`podManagementPolicy`, the
+//! `RollingUpdate` strategy with partition 0, the PVC retention policy),
+//! DaemonSet (`RollingUpdate`, one unavailable, no surge), ReplicaSet
+//! (`replicas`), Job (`parallelism`, `completions`, `backoffLimit`,
+//! `completionMode`, `suspend`, `podReplacementPolicy`) and CronJob
+//! (`concurrencyPolicy`, `suspend`, history limits). `kubectl rollout status`
+//! and `describe` read them.
+
+use serde_json::{Value, json};
+
+use super::{Context, Strategy};
+use crate::error::ApiError;
+use crate::resources::ResourceType;
+
+/// The workloads' defaulting strategy.
+#[derive(Debug)]
+pub struct WorkloadDefaults;
+
+fn set_default(v: &mut Value, field: &str, value: Value) {
+    if v.is_object() && v[field].is_null() {
+        v[field] = value;
+    }
+}
+
+/// Fills `spec` of an object of `kind` as upstream's defaulting does.
+pub fn default_spec(kind: &str, spec: &mut Value) {
+    if !spec.is_object() {
+        return;
+    }
+    match kind {
+        "Deployment" => {
+            set_default(spec, "replicas", json!(1));
+            set_default(spec, "strategy", json!({}));
+            set_default(&mut spec["strategy"], "type", json!("RollingUpdate"));
+            if spec["strategy"]["type"] == "RollingUpdate" {
+                let s = &mut spec["strategy"];
+                set_default(s, "rollingUpdate", json!({}));
+                set_default(&mut s["rollingUpdate"], "maxUnavailable", json!("25%"));
+                set_default(&mut s["rollingUpdate"], "maxSurge", json!("25%"));
+            }
+            set_default(spec, "revisionHistoryLimit", json!(10));
+            set_default(spec, "progressDeadlineSeconds", json!(600));
+        }
+        "StatefulSet" => {
+            set_default(spec, "replicas", json!(1));
+            set_default(spec, "podManagementPolicy", json!("OrderedReady"));
+            set_default(spec, "updateStrategy", json!({}));
+            set_default(&mut spec["updateStrategy"], "type", json!("RollingUpdate"));
+            if spec["updateStrategy"]["type"] == "RollingUpdate" {
+                let s = &mut spec["updateStrategy"];
+                set_default(s, "rollingUpdate", json!({}));
+                set_default(&mut s["rollingUpdate"], "partition", json!(0));
+            }
+            set_default(spec, "revisionHistoryLimit", json!(10));
+            set_default(spec, "persistentVolumeClaimRetentionPolicy", json!({}));
+            let p = &mut spec["persistentVolumeClaimRetentionPolicy"];
+            set_default(p, "whenDeleted", json!("Retain"));
+            set_default(p, "whenScaled", json!("Retain"));
+        }
+        "DaemonSet" => {
+            set_default(spec, "updateStrategy", json!({}));
+            set_default(&mut spec["updateStrategy"], "type", json!("RollingUpdate"));
+            if spec["updateStrategy"]["type"] == "RollingUpdate" {
+                let s = &mut spec["updateStrategy"];
+                set_default(s, "rollingUpdate", json!({}));
+                set_default(&mut s["rollingUpdate"], "maxUnavailable", json!(1));
+                set_default(&mut s["rollingUpdate"], "maxSurge", json!(0));
+            }
+            set_default(spec, "revisionHistoryLimit", json!(10));
+        }
+        "ReplicaSet" => set_default(spec, "replicas", json!(1)),
+        "Job" => {
+            // Neither set: one Pod to completion; parallelism alone: a work queue.
+            if spec["completions"].is_null() && spec["parallelism"].is_null() {
+                spec["completions"] = json!(1);
+            }
+            set_default(spec, "parallelism", json!(1));
+            set_default(spec, "backoffLimit", json!(6));
+            set_default(spec, "completionMode", json!("NonIndexed"));
+            set_default(spec, "suspend", json!(false));
+            let replacement = if spec["podFailurePolicy"].is_null() {
+                "TerminatingOrFailed"
+            } else {
+                "Failed"
+            };
+            set_default(spec, "podReplacementPolicy", json!(replacement));
+        }
+        "CronJob" => {
+            set_default(spec, "concurrencyPolicy", json!("Allow"));
+            set_default(spec, "suspend", json!(false));
+            set_default(spec, "successfulJobsHistoryLimit", json!(3));
+            set_default(spec, "failedJobsHistoryLimit", json!(1));
+        }
+        _ => {}
+    }
+}
+
+impl Strategy for WorkloadDefaults {
+    fn prepare_create(
+        &self,
+        _ctx: &Context<'_>,
+        rt: &ResourceType,
+        _name: &str,
+        object: &mut Value,
+    ) -> Result<(), ApiError> {
+        default_spec(&rt.kind, &mut object["spec"]);
+        Ok(())
+    }
+
+    fn prepare_update(
+        &self,
+        _ctx: &Context<'_>,
+        rt: &ResourceType,
+        _old: &Value,
+        new: &mut Value,
+    ) -> Result<(), ApiError> {
+        default_spec(&rt.kind, &mut new["spec"]);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workloads_get_upstreams_defaults_and_keep_what_is_set() {
+        let mut d = json!({ "replicas": 3, "strategy": { "type": "Recreate" } });
+        default_spec("Deployment", &mut d);
+        assert_eq!(
+            d,
+            json!({ "replicas": 3, "strategy": { "type": "Recreate" },
+                "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600 })
+        );
+        let mut d = json!({ "strategy": { "rollingUpdate": { "maxSurge": 2 } } });
+        default_spec("Deployment", &mut d);
+        assert_eq!(
+            d["strategy"],
+            json!({ "type": "RollingUpdate", "rollingUpdate": { "maxSurge": 2, "maxUnavailable": "25%" } })
+        );
+        let mut s = json!({});
+        default_spec("StatefulSet", &mut s);
+        assert_eq!(
+            s["updateStrategy"],
+            json!({ "type": "RollingUpdate", "rollingUpdate": { "partition": 0 } })
+        );
+        assert_eq!(s["podManagementPolicy"], "OrderedReady");
+        assert_eq!(
+            s["persistentVolumeClaimRetentionPolicy"],
+            json!({ "whenDeleted": "Retain", "whenScaled": "Retain" })
+        );
+        let mut ds = json!({ "updateStrategy": { "type": "OnDelete" } });
+        default_spec("DaemonSet", &mut ds);
+        assert_eq!(ds["updateStrategy"], json!({ "type": "OnDelete" }));
+        let mut queue = json!({ "parallelism": 3 });
+        default_spec("Job", &mut queue);
+        assert!(
+            queue["completions"].is_null(),
+            "a work queue keeps no completions"
+        );
+        let mut one = json!({});
+        default_spec("Job", &mut one);
+        assert_eq!(
+            one,
+            json!({ "completions": 1, "parallelism": 1, "backoffLimit": 6,
+                "completionMode": "NonIndexed", "suspend": false,
+                "podReplacementPolicy": "TerminatingOrFailed" })
+        );
+        let mut cj = json!({ "schedule": "* * * * *" });
+        default_spec("CronJob", &mut cj);
+        assert_eq!(cj["concurrencyPolicy"], "Allow");
+        assert_eq!(cj["successfulJobsHistoryLimit"], 3);
+    }
+}
