@@ -368,7 +368,8 @@ pub trait Client: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Value>> {
         Box::pin(async move {
             let (kind, rt) = builtin_scalable(target)?;
-            let mut o = self.get(kind, &target.namespace, &target.name).await?;
+            let mut o =
+                Arc::unwrap_or_clone(self.get(kind, &target.namespace, &target.name).await?);
             scale::set_replicas(&rt, &mut o, replicas);
             let written = self.update(kind, o).await?;
             Ok(scale::view(&rt, &written))
