@@ -85,7 +85,9 @@ impl StoreClient {
         object["kind"] = json!(kind.kind);
         // What defaulting and admission give every object the API creates
         // (a Job of a CronJob, a claim of a StatefulSet, a provisioned volume).
-        workloads::default_spec(kind.kind, &mut object["spec"]);
+        if let Some(spec) = object.get_mut("spec") {
+            workloads::default_spec(kind.kind, spec);
+        }
         if kind.api_version == "v1"
             && let Some(f) = storage_protection::finalizer_of("", kind.plural)
         {

@@ -106,7 +106,9 @@ impl Strategy for WorkloadDefaults {
         _name: &str,
         object: &mut Value,
     ) -> Result<(), ApiError> {
-        default_spec(&rt.kind, &mut object["spec"]);
+        if let Some(spec) = object.get_mut("spec") {
+            default_spec(&rt.kind, spec);
+        }
         Ok(())
     }
 
@@ -117,7 +119,9 @@ impl Strategy for WorkloadDefaults {
         _old: &Value,
         new: &mut Value,
     ) -> Result<(), ApiError> {
-        default_spec(&rt.kind, &mut new["spec"]);
+        if let Some(spec) = new.get_mut("spec") {
+            default_spec(&rt.kind, spec);
+        }
         Ok(())
     }
 }
