@@ -393,3 +393,104 @@ fn webhooks_mutate_refuse_and_fail_as_configured() {
             .contains("NotFound")
     );
 }
+
+/// Pods a ReplicaSet makes pass admission as its controller's
+/// ServiceAccount, as in a real cluster: the LimitRange's defaults show on
+/// them, the quota stops the third, and the ReplicaSet reports the refusal
+/// as upstream's controller does (a `ReplicaFailure` condition and a
+/// `FailedCreate` Event carrying the quota's message).
+#[test]
+fn controller_made_pods_are_admitted() {
+    let c = Cluster::new("ctrl-admit");
+    c.ok(&["create", "namespace", "team"]);
+    c.apply(
+        "policy.yaml",
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: pods, namespace: team}\n\
+         spec:\n  hard: {pods: \"2\"}\n---\n\
+         apiVersion: v1\nkind: LimitRange\nmetadata: {name: defaults, namespace: team}\n\
+         spec:\n  limits:\n  - type: Container\n    defaultRequest: {cpu: 100m}\n    default: {cpu: 200m}\n",
+    );
+    c.wait_for(
+        &[
+            "get",
+            "quota",
+            "pods",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.status.used.pods}",
+        ],
+        "0",
+    );
+    c.ok(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx",
+        "--replicas=3",
+        "-n",
+        "team",
+    ]);
+    c.wait_for(
+        &[
+            "get",
+            "rs",
+            "-n",
+            "team",
+            "-l",
+            "app=web",
+            "-o",
+            "jsonpath={.items[0].status.conditions[0].type}/{.items[0].status.conditions[0].reason}/{.items[0].status.replicas}",
+        ],
+        "ReplicaFailure/FailedCreate/2",
+    );
+    let pods: Value =
+        serde_json::from_str(&c.ok(&["get", "pods", "-n", "team", "-o", "json"])).unwrap();
+    let pods = pods["items"].as_array().unwrap();
+    assert_eq!(pods.len(), 2, "{pods:?}");
+    for pod in pods {
+        assert_eq!(
+            pod["spec"]["containers"][0]["resources"],
+            json!({"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}),
+            "{pod}"
+        );
+    }
+    let rs: Value =
+        serde_json::from_str(&c.ok(&["get", "rs", "-n", "team", "-l", "app=web", "-o", "json"]))
+            .unwrap();
+    let rs = &rs["items"][0];
+    let rs_name = rs["metadata"]["name"].as_str().unwrap();
+    let condition = rs["status"]["conditions"][0]["message"].as_str().unwrap();
+    let quota_words =
+        "\" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=2, limited: pods=2";
+    assert!(
+        condition.starts_with(&format!("pods \"{rs_name}-")) && condition.ends_with(quota_words),
+        "{condition}"
+    );
+    let events: Value = serde_json::from_str(&c.ok(&[
+        "get",
+        "events",
+        "-n",
+        "team",
+        "--field-selector",
+        "reason=FailedCreate",
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    let event = &events["items"][0];
+    assert_eq!(event["involvedObject"]["name"], rs_name, "{events}");
+    assert_eq!(event["type"], "Warning");
+    let message = event["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!("Error creating: pods \"{rs_name}-"))
+            && message.ends_with(quota_words),
+        "{message}"
+    );
+    // `kubectl describe rs` shows the condition as upstream's does.
+    let described = c.ok(&["describe", "rs", rs_name, "-n", "team"]);
+    assert!(
+        described.contains("ReplicaFailure   True    FailedCreate"),
+        "{described}"
+    );
+}

@@ -7,13 +7,15 @@
 //! [`crate::authz::admission`]; this file reads what they need from the
 //! cluster's store and calls the webhooks ([`super::webhook_call`]).
 //!
-//! Writes by the controllers go straight to the store (as privileged writes
-//! after admission would); only API requests are admitted.
+//! Objects the workload controllers create (Pods, ReplicaSets, Jobs, PVCs)
+//! are admitted too, as their controller's ServiceAccount
+//! ([`crate::controllers::store_admission`]); their other writes go straight
+//! to the store, as privileged writes.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use kemu_shared::UserInfo;
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use super::webhook_call;
@@ -21,8 +23,7 @@ use crate::authz::admission::webhook::{self, Webhook};
 use crate::authz::admission::{
     Operation, limitrange, match_conditions, namespace, object_name, quota, serviceaccount,
 };
-use crate::authz::{Forbidden, StoreSource, escalation};
-use crate::engine::Engine;
+use crate::authz::{Forbidden, Mode, StoreSource, escalation};
 use crate::error::ApiError;
 use crate::resources::ResourceType;
 use crate::store::{NAMESPACES, ObjectKey, Preconditions, Store};
@@ -40,8 +41,8 @@ const QUOTA_RETRIES: usize = 8;
 
 /// One request's admission: who writes what, where.
 pub struct Admission<'a> {
-    /// The engine (authorization mode).
-    pub engine: &'a Engine,
+    /// The authorization mode (the RBAC escalation check follows it).
+    pub authorization: Mode,
     /// The cluster's store (a dry-run view on `dryRun=All`).
     pub store: &'a Arc<dyn Store>,
     /// The type written.
@@ -55,7 +56,11 @@ pub struct Admission<'a> {
     /// `dryRun=All`.
     pub dry_run: bool,
     /// Where the webhooks' warnings go (the response's `Warning` headers).
-    pub warnings: &'a RefCell<Vec<String>>,
+    pub warnings: &'a Mutex<Vec<String>>,
+    /// A workload controller's create: the ServiceAccount plugin is left
+    /// out, since kemu's controller-made Pods carry no token volume either
+    /// way (no containers run to read it).
+    pub from_controller: bool,
 }
 
 impl From<Forbidden> for ApiError {
@@ -138,7 +143,7 @@ impl Admission<'_> {
         };
         if self.is_main() {
             limitrange::mutate(op, group, resource, &mut object, &limit_ranges);
-            if op == Operation::Create && self.is("", "pods") {
+            if op == Operation::Create && self.is("", "pods") && !self.from_controller {
                 self.admit_service_account(&mut object).await?;
             }
         }
@@ -151,7 +156,7 @@ impl Admission<'_> {
             let mut typed = object.clone();
             typed["kind"] = json!(self.rt.kind);
             escalation::check_write(
-                self.engine.authorization(),
+                self.authorization,
                 &StoreSource(self.store.as_ref()),
                 self.user,
                 ns,
@@ -354,7 +359,7 @@ impl Admission<'_> {
                     object: patched,
                     warnings,
                 }) => {
-                    self.warnings.borrow_mut().extend(warnings);
+                    self.warnings.lock().extend(warnings);
                     if mutating && object.is_some() {
                         object = patched;
                     }
