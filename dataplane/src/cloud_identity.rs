@@ -11,7 +11,8 @@
 //!   (AmazonEKSClusterAdminPolicy, …AdminPolicy, …EditPolicy, …ViewPolicy,
 //!   cluster-wide or per namespace) are its virtual grants. The cluster
 //!   creator is admin by its bootstrap entry
-//!   (`bootstrapClusterCreatorAdminPermissions`).
+//!   (`bootstrapClusterCreatorAdminPermissions`), or in the `CONFIG_MAP`
+//!   mode implicitly, as `kubernetes-admin` in `system:masters`.
 //! - GKE and AKS callers keep the identity their facade's authenticator
 //!   gives them (the creator's credentials are `system:masters`, AKS's
 //!   `clusterUser` is bound by `aks-cluster-admin-binding`, seeded at
@@ -42,7 +43,11 @@ fn extra<'a>(user: &'a UserInfo, key: &str) -> Option<&'a str> {
 }
 
 fn eks_entries(registry: &ClusterRegistry, record: &ClusterRecord) -> Vec<AccessEntry> {
-    let config = registry.access_config(record);
+    entries_of(&registry.access_config(record))
+}
+
+/// The access entries of the EKS facade's access configuration.
+fn entries_of(config: &Value) -> Vec<AccessEntry> {
     config
         .get("accessEntries")
         .and_then(Value::as_array)
@@ -87,8 +92,12 @@ pub fn map_user(
         .and_then(AuthenticationMode::parse)
         .unwrap_or_default();
     let aws_auth = store.get(&ObjectKey::new("configmaps", "kube-system", "aws-auth"));
-    let entries = eks_entries(registry, record);
-    let mut mapped = eks::resolve(&caller, mode, &entries, aws_auth.as_deref(), None)?;
+    let config = registry.access_config(record);
+    let entries = entries_of(&config);
+    // The creator, recorded when `bootstrapClusterCreatorAdminPermissions`
+    // made it admin (implicitly so in the CONFIG_MAP mode).
+    let creator = config.get("creatorArn").and_then(Value::as_str);
+    let mut mapped = eks::resolve(&caller, mode, &entries, aws_auth.as_deref(), creator)?;
     if user.groups.iter().any(|g| g == MASTERS) && !mapped.groups.iter().any(|g| g == MASTERS) {
         mapped.groups.insert(0, MASTERS.to_owned());
     }

@@ -138,7 +138,7 @@ pub async fn admit_create(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{ObjectKey, memory::MemoryStore};
+    use crate::store::{MemoryStore, ObjectKey};
 
     fn owned_by(api_version: &str, kind: &str) -> Value {
         json!({"metadata": {"ownerReferences": [
@@ -167,14 +167,14 @@ mod tests {
     #[test]
     fn only_admission_objects_make_a_create_worth_admitting() {
         let store = MemoryStore::new(kemu_shared::FakeClock::at_epoch(), Default::default());
-        assert!(!anything_to_admit(&store, "a"));
+        assert!(!anything_to_admit(&store, "default"));
         store
             .create(
-                &ObjectKey::new("limitranges", "a", "lr"),
-                json!({"metadata": {"name": "lr", "namespace": "a"}}),
+                &ObjectKey::new("limitranges", "default", "lr"),
+                json!({"metadata": {"name": "lr", "namespace": "default"}}),
             )
             .unwrap();
-        assert!(anything_to_admit(&store, "a"));
+        assert!(anything_to_admit(&store, "default"));
         assert!(!anything_to_admit(&store, "b"));
         store
             .create(
