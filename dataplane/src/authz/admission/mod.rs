@@ -3,7 +3,7 @@
 //! (NamespaceLifecycle, which only refuses), [`limitrange::mutate`]
 //! (container defaults), [`serviceaccount`] (default account, token volume).
 //! Mutating [`webhook`]s last (called when their [`match_conditions`] hold). Validating: [`limitrange::validate`]
-//! (min/max/ratio), validating [`webhook`]s, then [`quota`] (object counts
+//! (min/max/ratio), ValidatingAdmissionPolicies ([`policy`]), validating [`webhook`]s, then [`quota`] (object counts
 //! and compute resources against every ResourceQuota of the namespace).
 //!
 //! [`quantity`] parses and prints `resource.Quantity` as upstream does.
@@ -12,6 +12,7 @@ pub mod jsonpatch;
 pub mod limitrange;
 pub mod match_conditions;
 pub mod namespace;
+pub mod policy;
 pub mod quantity;
 pub mod quota;
 pub mod serviceaccount;
