@@ -21,8 +21,7 @@ use serde_json::{Value, json};
 use super::webhook_call;
 use crate::authz::admission::webhook::{self, Webhook};
 use crate::authz::admission::{
-    Operation, limitrange, match_conditions, namespace, object_name, policy, quota,
-    serviceaccount,
+    Operation, limitrange, match_conditions, namespace, object_name, policy, quota, serviceaccount,
 };
 use crate::authz::{Forbidden, Mode, StoreSource, escalation};
 use crate::error::ApiError;
@@ -461,20 +460,20 @@ impl policy::Params for StoreParams<'_, '_> {
         let api_version = param_kind.get("apiVersion")?.as_str()?;
         let kind = param_kind.get("kind")?.as_str()?;
         let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-        let (resource, namespaced) = match ResourceRegistry::builtin_ref().by_kind(api_version, kind)
-        {
-            Some(rt) if rt.group.is_empty() => (rt.plural.clone(), rt.namespaced),
-            Some(rt) => (format!("{}.{}", rt.plural, rt.group), rt.namespaced),
-            None => {
-                let crd = self.0.objects(CRDS, "").into_iter().find(|c| {
-                    c.pointer("/spec/group") == Some(&json!(group))
-                        && c.pointer("/spec/names/kind") == Some(&json!(kind))
-                })?;
-                let plural = crd.pointer("/spec/names/plural")?.as_str()?;
-                let namespaced = crd.pointer("/spec/scope") == Some(&json!("Namespaced"));
-                (format!("{plural}.{group}"), namespaced)
-            }
-        };
+        let (resource, namespaced) =
+            match ResourceRegistry::builtin_ref().by_kind(api_version, kind) {
+                Some(rt) if rt.group.is_empty() => (rt.plural.clone(), rt.namespaced),
+                Some(rt) => (format!("{}.{}", rt.plural, rt.group), rt.namespaced),
+                None => {
+                    let crd = self.0.objects(CRDS, "").into_iter().find(|c| {
+                        c.pointer("/spec/group") == Some(&json!(group))
+                            && c.pointer("/spec/names/kind") == Some(&json!(kind))
+                    })?;
+                    let plural = crd.pointer("/spec/names/plural")?.as_str()?;
+                    let namespaced = crd.pointer("/spec/scope") == Some(&json!("Namespaced"));
+                    (format!("{plural}.{group}"), namespaced)
+                }
+            };
         let ns = if namespaced { namespace } else { "" };
         Some((namespaced, self.0.objects(&resource, ns)))
     }

@@ -273,9 +273,9 @@ fn params_of(
     }
     if objects.is_empty() {
         return match str_of(reference, "parameterNotFoundAction") {
-            "Deny" => Err(
-                "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
-            ),
+            "Deny" => {
+                Err("no params found for policy binding with `Deny` parameterNotFoundAction".into())
+            }
             _ => Ok(Some(Vec::new())),
         };
     }
@@ -465,7 +465,12 @@ mod tests {
 
     #[test]
     fn a_false_validation_denies_as_upstream_words_it() {
-        let out = run(policy(json!({})), binding(json!(["Deny"]), json!({})), 6, vec![]);
+        let out = run(
+            policy(json!({})),
+            binding(json!(["Deny"]), json!({})),
+            6,
+            vec![],
+        );
         let status = out.denied.unwrap();
         let text = "ValidatingAdmissionPolicy 'max-replicas' with binding 'b' denied request: failed expression: object.spec.replicas <= 5";
         assert_eq!(
@@ -476,18 +481,30 @@ mod tests {
         assert_eq!(status["code"], 422);
         assert_eq!(status["details"]["causes"], json!([{"message": text}]));
         assert_eq!(
-            run(policy(json!({})), binding(json!(["Deny"]), json!({})), 5, vec![]),
+            run(
+                policy(json!({})),
+                binding(json!(["Deny"]), json!({})),
+                5,
+                vec![]
+            ),
             Outcome::default()
         );
     }
 
     #[test]
     fn warn_messages_reasons_and_selectors() {
-        let out = run(policy(json!({})), binding(json!(["Warn"]), json!({})), 6, vec![]);
+        let out = run(
+            policy(json!({})),
+            binding(json!(["Warn"]), json!({})),
+            6,
+            vec![],
+        );
         assert_eq!(out.denied, None);
         assert_eq!(
             out.warnings,
-            ["Validation failed for ValidatingAdmissionPolicy 'max-replicas' with binding 'b': failed expression: object.spec.replicas <= 5"]
+            [
+                "Validation failed for ValidatingAdmissionPolicy 'max-replicas' with binding 'b': failed expression: object.spec.replicas <= 5"
+            ]
         );
         let p = policy(json!({
             "variables": [{"name": "max", "expression": "5"}],
@@ -537,13 +554,15 @@ mod tests {
                 .denied
                 .is_some()
         );
-        assert_eq!(run(p.clone(), by_name.clone(), 3, vec![cm]), Outcome::default());
+        assert_eq!(
+            run(p.clone(), by_name.clone(), 3, vec![cm]),
+            Outcome::default()
+        );
         let status = run(p, by_name, 1, vec![]).denied.unwrap();
         assert!(
-            status["message"]
-                .as_str()
-                .unwrap()
-                .ends_with("no params found for policy binding with `Deny` parameterNotFoundAction"),
+            status["message"].as_str().unwrap().ends_with(
+                "no params found for policy binding with `Deny` parameterNotFoundAction"
+            ),
             "{status}"
         );
     }
