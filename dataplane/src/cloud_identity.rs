@@ -13,17 +13,22 @@
 //!   creator is admin by its bootstrap entry
 //!   (`bootstrapClusterCreatorAdminPermissions`), or in the `CONFIG_MAP`
 //!   mode implicitly, as `kubernetes-admin` in `system:masters`.
-//! - GKE and AKS callers keep the identity their facade's authenticator
-//!   gives them (the creator's credentials are `system:masters`, AKS's
-//!   `clusterUser` is bound by `aks-cluster-admin-binding`, seeded at
-//!   cluster creation); neither facade serves an IAM policy or Azure role
-//!   assignments yet, so they add no virtual grants.
+//! - GKE callers keep the identity the facade's authenticator gives them
+//!   (the project owner's tokens are `system:masters`); the project's IAM
+//!   policy (served by the facade, handed over as the authenticator's
+//!   access configuration) grants its members their roles' Kubernetes
+//!   permissions, and a GKE 403 names the IAM permission it lacked, as
+//!   GKE's IAM authorizer words it.
+//! - AKS callers keep their identity (AKS's `clusterUser` is bound by
+//!   `aks-cluster-admin-binding`, seeded at cluster creation); the facade
+//!   serves no Azure role assignments yet, so they add no virtual grants.
 
 use kemu_shared::{Cloud, ClusterRecord, ClusterRegistry, UserInfo};
 use serde_json::Value;
 
-use crate::authz::MemorySource;
 use crate::authz::cloud::eks::{self, AccessEntry, AuthenticationMode, Caller};
+use crate::authz::cloud::gke;
+use crate::authz::{Attributes, Forbidden, MemorySource};
 use crate::store::{ObjectKey, Store};
 
 /// The cloud's virtual grants to the caller of one request, kept in the
@@ -110,6 +115,22 @@ pub fn grants(registry: &ClusterRegistry, record: &ClusterRecord, user: &UserInf
         Cloud::Eks if user.extra.contains_key("canonicalArn") => CloudGrants(
             eks::access_policy_source(&eks_entries(registry, record), user),
         ),
+        Cloud::Gke => match registry.access_config(record).get("iamPolicy") {
+            Some(policy) => CloudGrants(gke::iam_source(policy, None)),
+            None => CloudGrants::default(),
+        },
         _ => CloudGrants::default(),
+    }
+}
+
+/// The 403 of a denied request, worded as the cluster's cloud words it:
+/// GKE's IAM authorizer adds the IAM permission that would have allowed it.
+pub fn denial(record: &ClusterRecord, attributes: &Attributes, rbac: Forbidden) -> Forbidden {
+    match record.cloud() {
+        Cloud::Gke => match gke::missing_permission(attributes) {
+            Some(reason) => Forbidden::of_request(attributes, &reason),
+            None => rbac,
+        },
+        _ => rbac,
     }
 }
