@@ -20,14 +20,15 @@
 //!   permissions, and a GKE 403 names the IAM permission it lacked, as
 //!   GKE's IAM authorizer words it.
 //! - AKS callers keep their identity (AKS's `clusterUser` is bound by
-//!   `aks-cluster-admin-binding`, seeded at cluster creation); the facade
-//!   serves no Azure role assignments yet, so they add no virtual grants.
+//!   `aks-cluster-admin-binding`, seeded at cluster creation); on a cluster
+//!   with `aadProfile.enableAzureRBAC`, the Azure role assignments the
+//!   facade serves grant the built-in AKS RBAC roles' permissions.
 
 use kemu_shared::{Cloud, ClusterRecord, ClusterRegistry, UserInfo};
 use serde_json::Value;
 
 use crate::authz::cloud::eks::{self, AccessEntry, AuthenticationMode, Caller};
-use crate::authz::cloud::gke;
+use crate::authz::cloud::{aks, gke};
 use crate::authz::{Attributes, Forbidden, MemorySource};
 use crate::store::{ObjectKey, Store};
 
@@ -119,8 +120,41 @@ pub fn grants(registry: &ClusterRegistry, record: &ClusterRecord, user: &UserInf
             Some(policy) => CloudGrants(gke::iam_source(policy, None)),
             None => CloudGrants::default(),
         },
+        Cloud::Aks => aks_grants(&registry.access_config(record)),
         _ => CloudGrants::default(),
     }
+}
+
+/// Azure RBAC for Kubernetes: on a cluster with
+/// `aadProfile.enableAzureRBAC`, the role assignments on it (or its
+/// namespaces) of the four "Azure Kubernetes Service RBAC …" roles.
+fn aks_grants(config: &Value) -> CloudGrants {
+    if config.get("azureRbac") != Some(&Value::Bool(true)) {
+        return CloudGrants::default();
+    }
+    let cluster_id = config
+        .get("clusterId")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let s = |v: &Value, k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let assignments: Vec<aks::RoleAssignment> = config
+        .get("roleAssignments")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|a| aks::RoleAssignment {
+            role_name: s(a, "roleName"),
+            principal_id: s(a, "principalId"),
+            principal_type: s(a, "principalType"),
+            scope: s(a, "scope"),
+        })
+        .collect();
+    CloudGrants(aks::azure_rbac_source(cluster_id, &assignments))
 }
 
 /// The 403 of a denied request, worded as the cluster's cloud words it:

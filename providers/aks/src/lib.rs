@@ -31,6 +31,7 @@
 
 pub mod agentpool;
 pub mod auth;
+pub mod authorization;
 pub mod cluster;
 pub mod error;
 pub mod group;
@@ -145,6 +146,17 @@ impl Aks {
         use Endpoint as E;
         match endpoint {
             E::MetadataEndpoints => Ok(identity::metadata(&ctx.base, &ctx.api_version)),
+            E::ListRoleDefinitions { scope } => {
+                Ok(authorization::list_definitions(&scope, req.query_string()))
+            }
+            E::GetRoleDefinition { scope, id } => authorization::get_definition(&scope, &id),
+            E::ListRoleAssignments { scope } => Ok(authorization::list_assignments(self, &scope)),
+            E::PutRoleAssignment { scope, name } => {
+                authorization::put_assignment(self, &scope, &name, &json()?)
+            }
+            E::DeleteRoleAssignment { scope, name } => {
+                Ok(authorization::delete_assignment(self, &scope, &name))
+            }
             E::OpenIdConfiguration { tenant } => {
                 Ok(identity::openid_configuration(self, &ctx.base, &tenant))
             }

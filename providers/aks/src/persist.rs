@@ -19,6 +19,8 @@ struct Saved {
     operations: HashMap<String, Operation>,
     object_ids: HashMap<String, String>,
     issued: HashSet<String>,
+    #[serde(default)]
+    role_assignments: BTreeMap<String, serde_json::Value>,
 }
 
 impl Persist for Aks {
@@ -32,6 +34,7 @@ impl Persist for Aks {
             operations: self.state.operations.lock().clone(),
             object_ids: self.state.object_ids.lock().clone(),
             issued: self.state.issued.lock().clone(),
+            role_assignments: self.state.role_assignments.lock().clone(),
         };
         serde_json::to_value(saved).unwrap_or(serde_json::Value::Null)
     }
@@ -50,6 +53,7 @@ impl Persist for Aks {
         *self.state.operations.lock() = saved.operations;
         *self.state.object_ids.lock() = saved.object_ids;
         *self.state.issued.lock() = saved.issued;
+        *self.state.role_assignments.lock() = saved.role_assignments;
         Ok(())
     }
 }
