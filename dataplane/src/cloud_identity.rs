@@ -168,3 +168,29 @@ pub fn denial(record: &ClusterRecord, attributes: &Attributes, rbac: Forbidden) 
         _ => rbac,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn azure_role_assignments_grant_only_with_azure_rbac() {
+        let id = "/subscriptions/s/resourcegroups/rg/providers/Microsoft.ContainerService/managedClusters/c";
+        let config = |enabled: bool| {
+            json!({"azureRbac": enabled, "clusterId": id, "roleAssignments": [{
+                "roleName": "Azure Kubernetes Service RBAC Reader",
+                "principalId": "oid-1", "principalType": "User",
+                "scope": format!("{id}/namespaces/team"),
+            }]})
+        };
+        let bindings = |g: &CloudGrants| {
+            crate::authz::RbacSource::role_bindings(&g.0, "team")
+                .iter()
+                .filter(|b| b["subjects"][0]["name"] == "oid-1")
+                .count()
+        };
+        assert_eq!(bindings(&aks_grants(&config(true))), 1);
+        assert_eq!(bindings(&aks_grants(&config(false))), 0);
+    }
+}

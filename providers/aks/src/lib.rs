@@ -23,6 +23,9 @@
 //! - [`cluster`]: managed clusters, credentials, power state, upgrade profile.
 //! - [`agentpool`]: agent pools, one source of truth with `agentPoolProfiles`.
 //! - [`operation`]: long-running operations (`Azure-AsyncOperation`, `Location`).
+//! - [`authorization`]: Microsoft.Authorization at any scope: the built-in
+//!   AKS RBAC role definitions and role assignments (Azure RBAC for
+//!   Kubernetes on clusters with `aadProfile.enableAzureRBAC`).
 //! - [`auth`]: bearer tokens for the clusters' API servers (the data plane
 //!   asks through the registry).
 //! - [`render`]: the shared record in AKS vocabulary.

@@ -1,5 +1,5 @@
 //! The facade's own state (resource groups, long-running operations, the
-//! object id of each principal, the tokens it minted) as one JSON value, for
+//! object id of each principal, the tokens it minted, role assignments) as one JSON value, for
 //! kemu's state directory, snapshots and reset. The minted tokens are kept so
 //! the kubeconfigs `az aks get-credentials` wrote keep working after a restart.
 
@@ -69,7 +69,8 @@ mod tests {
         let saved = serde_json::json!({
             "groups": [{"subscription": "S", "name": "MyRG", "location": "westeurope",
                         "tags": {}, "managed_by": null}],
-            "operations": {}, "object_ids": {"app": "oid"}, "issued": ["uti-1"]
+            "operations": {}, "object_ids": {"app": "oid"}, "issued": ["uti-1"],
+            "role_assignments": {"/subscriptions/s/providers/microsoft.authorization/roleassignments/a": {"name": "a"}}
         });
         aks.restore(saved.clone()).unwrap();
         assert_eq!(aks.snapshot(), saved);
