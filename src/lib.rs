@@ -125,11 +125,6 @@ impl KemuBuilder {
     pub fn build(self) -> Result<Kemu, Error> {
         kemu_shared::pki::install_crypto_provider();
         let registry = ClusterRegistry::new(self.clock.clone());
-        // GKE clusters' Kubernetes API takes the access tokens gke-gcloud-auth-plugin hands kubectl.
-        registry.set_authenticator(
-            kemu_shared::Cloud::Gke,
-            Arc::new(kemu_gke::AccessTokens::new()),
-        );
         let facade_ca = ClusterCa::generate("kemu-facade-ca", self.clock.now())?;
         let facade_cert = facade_ca.serving_cert(&self.config.serving_hosts(), self.clock.now())?;
         // One EKS facade for every mount: its state (node groups, access
@@ -138,6 +133,9 @@ impl KemuBuilder {
         registry.set_authenticator(kemu_shared::Cloud::Eks, Arc::new(eks.authenticator()));
         // One GKE facade for every mount, so its operations are shared.
         let gke = kemu_gke::Gke::with_options(registry.clone(), self.gke);
+        // GKE clusters' Kubernetes API takes the access tokens
+        // gke-gcloud-auth-plugin hands kubectl, and the projects' IAM roles.
+        registry.set_authenticator(kemu_shared::Cloud::Gke, gke.tokens());
         let kemu = Kemu {
             inner: Arc::new(Inner {
                 gke,
@@ -256,6 +254,11 @@ impl Kemu {
     pub fn eks(&self) -> impl Fn(&mut ServiceConfig) + Clone + Send + 'static {
         let facade = self.inner.eks.clone();
         move |cfg| facade.clone().configure(cfg)
+    }
+
+    /// The GKE facade itself (its token authenticator and IAM policies).
+    pub fn gke_facade(&self) -> &kemu_gke::Gke {
+        &self.inner.gke
     }
 
     /// Mounts the GKE facade: `App::new().configure(kemu.gke())`.

@@ -393,3 +393,271 @@ fn webhooks_mutate_refuse_and_fail_as_configured() {
             .contains("NotFound")
     );
 }
+
+/// Pods a ReplicaSet makes pass admission as its controller's
+/// ServiceAccount, as in a real cluster: the LimitRange's defaults show on
+/// them, the quota stops the third, and the ReplicaSet reports the refusal
+/// as upstream's controller does (a `ReplicaFailure` condition and a
+/// `FailedCreate` Event carrying the quota's message).
+#[test]
+fn controller_made_pods_are_admitted() {
+    let c = Cluster::new("ctrl-admit");
+    c.ok(&["create", "namespace", "team"]);
+    c.apply(
+        "policy.yaml",
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: pods, namespace: team}\n\
+         spec:\n  hard: {pods: \"2\"}\n---\n\
+         apiVersion: v1\nkind: LimitRange\nmetadata: {name: defaults, namespace: team}\n\
+         spec:\n  limits:\n  - type: Container\n    defaultRequest: {cpu: 100m}\n    default: {cpu: 200m}\n",
+    );
+    c.wait_for(
+        &[
+            "get",
+            "quota",
+            "pods",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.status.used.pods}",
+        ],
+        "0",
+    );
+    c.ok(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx",
+        "--replicas=3",
+        "-n",
+        "team",
+    ]);
+    c.wait_for(
+        &[
+            "get",
+            "rs",
+            "-n",
+            "team",
+            "-l",
+            "app=web",
+            "-o",
+            "jsonpath={.items[0].status.conditions[0].type}/{.items[0].status.conditions[0].reason}/{.items[0].status.replicas}",
+        ],
+        "ReplicaFailure/FailedCreate/2",
+    );
+    let pods: Value =
+        serde_json::from_str(&c.ok(&["get", "pods", "-n", "team", "-o", "json"])).unwrap();
+    let pods = pods["items"].as_array().unwrap();
+    assert_eq!(pods.len(), 2, "{pods:?}");
+    for pod in pods {
+        assert_eq!(
+            pod["spec"]["containers"][0]["resources"],
+            json!({"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}),
+            "{pod}"
+        );
+    }
+    let rs: Value =
+        serde_json::from_str(&c.ok(&["get", "rs", "-n", "team", "-l", "app=web", "-o", "json"]))
+            .unwrap();
+    let rs = &rs["items"][0];
+    let rs_name = rs["metadata"]["name"].as_str().unwrap();
+    let condition = rs["status"]["conditions"][0]["message"].as_str().unwrap();
+    let quota_words =
+        "\" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=2, limited: pods=2";
+    assert!(
+        condition.starts_with(&format!("pods \"{rs_name}-")) && condition.ends_with(quota_words),
+        "{condition}"
+    );
+    let events: Value = serde_json::from_str(&c.ok(&[
+        "get",
+        "events",
+        "-n",
+        "team",
+        "--field-selector",
+        "reason=FailedCreate",
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    let event = &events["items"][0];
+    assert_eq!(event["involvedObject"]["name"], rs_name, "{events}");
+    assert_eq!(event["type"], "Warning");
+    let message = event["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!("Error creating: pods \"{rs_name}-"))
+            && message.ends_with(quota_words),
+        "{message}"
+    );
+    // `kubectl describe rs` shows the condition as upstream's does.
+    let described = c.ok(&["describe", "rs", rs_name, "-n", "team"]);
+    assert!(
+        described.contains("ReplicaFailure   True    FailedCreate"),
+        "{described}"
+    );
+}
+
+/// ValidatingAdmissionPolicy, as upstream's documentation walks through it:
+/// `object.spec.replicas <= 5` bound with `Deny` refuses a Deployment of 6
+/// in the namespaces its binding selects, with upstream's message; a `Warn`
+/// binding lets it in with a warning; a policy with params reads its limit
+/// from a ConfigMap; and a policy sees the Pods a ReplicaSet makes as
+/// written by the replicaset-controller ServiceAccount.
+#[test]
+fn validating_admission_policies_deny_and_warn() {
+    let c = Cluster::new("vap");
+    for (ns, env) in [("test", "test"), ("staging", "staging"), ("ctl", "ctl")] {
+        c.ok(&["create", "namespace", ns]);
+        c.ok(&["label", "namespace", ns, &format!("environment={env}")]);
+    }
+    c.apply(
+        "policy.yaml",
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n\
+         metadata: {name: demo-policy.example.com}\nspec:\n  failurePolicy: Fail\n  matchConstraints:\n    resourceRules:\n    \
+         - apiGroups: [apps]\n      apiVersions: [v1]\n      operations: [CREATE, UPDATE]\n      resources: [deployments]\n  \
+         validations:\n  - expression: object.spec.replicas <= 5\n---\n\
+         apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+         metadata: {name: demo-binding-test.example.com}\nspec:\n  policyName: demo-policy.example.com\n  validationActions: [Deny]\n  \
+         matchResources:\n    namespaceSelector:\n      matchLabels: {environment: test}\n---\n\
+         apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+         metadata: {name: demo-binding-staging.example.com}\nspec:\n  policyName: demo-policy.example.com\n  validationActions: [Warn]\n  \
+         matchResources:\n    namespaceSelector:\n      matchLabels: {environment: staging}\n",
+    );
+    // Served, and listed by kubectl.
+    let listed = c.ok(&["get", "validatingadmissionpolicies", "-o", "name"]);
+    assert_eq!(
+        listed.trim(),
+        "validatingadmissionpolicy.admissionregistration.k8s.io/demo-policy.example.com"
+    );
+
+    let denied = "ValidatingAdmissionPolicy 'demo-policy.example.com' with binding 'demo-binding-test.example.com' denied request: failed expression: object.spec.replicas <= 5";
+    assert_eq!(
+        c.refused(&[
+            "create",
+            "deployment",
+            "nginx",
+            "--image=nginx",
+            "--replicas=6",
+            "-n",
+            "test"
+        ]),
+        format!(
+            "error: failed to create deployment: deployments.apps \"nginx\" is forbidden: {denied}"
+        )
+    );
+    // kubectl apply reads the 422's cause, as against a real cluster.
+    let manifest = |replicas: u32| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: nginx}}\nspec:\n  replicas: {replicas}\n  \
+             selector: {{matchLabels: {{app: nginx}}}}\n  template:\n    metadata: {{labels: {{app: nginx}}}}\n    \
+             spec: {{containers: [{{name: nginx, image: nginx}}]}}\n"
+        )
+    };
+    let six = c.sandbox.path("six.yaml");
+    std::fs::write(&six, manifest(6)).unwrap();
+    assert_eq!(
+        c.refused(&["apply", "-f", six.to_str().unwrap(), "-n", "test"]),
+        format!("The deployments \"nginx\" is invalid: : {denied}")
+    );
+    c.ok(&[
+        "create",
+        "deployment",
+        "nginx",
+        "--image=nginx",
+        "--replicas=5",
+        "-n",
+        "test",
+    ]);
+    // Updates are validated too.
+    assert!(
+        c.refused(&[
+            "patch",
+            "deployment",
+            "nginx",
+            "-n",
+            "test",
+            "-p",
+            "{\"spec\":{\"replicas\":9}}"
+        ])
+        .contains(denied)
+    );
+
+    // Warn: admitted, with upstream's warning.
+    let out = c.kubectl(&[
+        "create",
+        "deployment",
+        "nginx",
+        "--image=nginx",
+        "--replicas=6",
+        "-n",
+        "staging",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "Warning: Validation failed for ValidatingAdmissionPolicy 'demo-policy.example.com' with binding 'demo-binding-staging.example.com': failed expression: object.spec.replicas <= 5"
+    );
+
+    // Params from a ConfigMap, a variable, a messageExpression and a
+    // policy on the Pods the replicaset-controller writes.
+    c.ok(&[
+        "create",
+        "configmap",
+        "pod-limits",
+        "-n",
+        "ctl",
+        "--from-literal=maxContainers=1",
+    ]);
+    c.apply(
+        "pods-policy.yaml",
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n\
+         metadata: {name: controller-pods}\nspec:\n  paramKind: {apiVersion: v1, kind: ConfigMap}\n  matchConstraints:\n    resourceRules:\n    \
+         - apiGroups: [\"\"]\n      apiVersions: [v1]\n      operations: [CREATE]\n      resources: [pods]\n  \
+         matchConditions:\n  - name: from-replicasets\n    expression: request.userInfo.username == 'system:serviceaccount:kube-system:replicaset-controller'\n  \
+         variables:\n  - name: count\n    expression: size(object.spec.containers)\n  \
+         validations:\n  - expression: variables.count <= int(params.data.maxContainers)\n    \
+         messageExpression: \"'at most ' + params.data.maxContainers + ' container(s), got ' + string(variables.count)\"\n---\n\
+         apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+         metadata: {name: controller-pods-ctl}\nspec:\n  policyName: controller-pods\n  validationActions: [Deny]\n  \
+         paramRef: {name: pod-limits, parameterNotFoundAction: Deny}\n  \
+         matchResources:\n    namespaceSelector:\n      matchLabels: {environment: ctl}\n",
+    );
+    // A Pod kubectl creates is not the controller's: admitted.
+    c.ok(&["run", "two", "--image=nginx", "-n", "ctl"]);
+    let two = c.sandbox.path("two.yaml");
+    std::fs::write(
+        &two,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: two, namespace: ctl}\nspec:\n  replicas: 1\n  \
+         selector: {matchLabels: {app: two}}\n  template:\n    metadata: {labels: {app: two}}\n    \
+         spec: {containers: [{name: a, image: nginx}, {name: b, image: nginx}]}\n",
+    )
+    .unwrap();
+    c.ok(&["apply", "-f", two.to_str().unwrap()]);
+    c.wait_for(
+        &[
+            "get",
+            "rs",
+            "-n",
+            "ctl",
+            "-l",
+            "app=two",
+            "-o",
+            "jsonpath={.items[0].status.conditions[0].reason}",
+        ],
+        "FailedCreate",
+    );
+    let message = c.ok(&[
+        "get",
+        "rs",
+        "-n",
+        "ctl",
+        "-l",
+        "app=two",
+        "-o",
+        "jsonpath={.items[0].status.conditions[0].message}",
+    ]);
+    assert!(
+        message.ends_with(
+            "is forbidden: ValidatingAdmissionPolicy 'controller-pods' with binding 'controller-pods-ctl' denied request: at most 1 container(s), got 2"
+        ),
+        "{message}"
+    );
+}

@@ -5,7 +5,9 @@
 //! `associate-access-policy`) lists pods there and nowhere else through
 //! `aws eks get-token`; a principal without an entry gets 401 as EKS
 //! answers; a malformed token and a client certificate from another CA get
-//! 401 and change nothing.
+//! 401 and change nothing. In the `CONFIG_MAP` mode the creator is admin
+//! implicitly (`kubernetes-admin`, not in `aws-auth`, no access entry)
+//! unless `bootstrapClusterCreatorAdminPermissions` is false.
 
 mod common;
 mod eks_support;
@@ -222,5 +224,93 @@ fn flow(kemu: &Kemu, sandbox: &Sandbox, endpoint: &str) {
     assert!(
         refused(&admin, &["get", "namespace", "evil"]).contains("NotFound"),
         "nothing was created"
+    );
+}
+
+#[actix_web::test]
+async fn eks_config_map_creator_is_admin_implicitly() {
+    let sandbox = Sandbox::new();
+    let kemu = Kemu::builder().eks_settings(settings()).build().unwrap();
+    let running = start(kemu.clone(), &sandbox.path("run"));
+    let endpoint = running.ready.eks.clone();
+    blocking(move || config_map_flow(&sandbox, &endpoint)).await;
+    running.stop().await;
+}
+
+fn config_map_flow(sandbox: &Sandbox, endpoint: &str) {
+    let creator = Aws::new(sandbox, endpoint);
+    let mut viewer = Aws::new(sandbox, endpoint);
+    viewer.access_key = "viewer".into();
+    for (name, bootstrap) in [("legacy", "true"), ("locked", "false")] {
+        creator.ok(&[
+            "create-cluster",
+            "--name",
+            name,
+            "--role-arn",
+            "arn:aws:iam::000000000000:role/eks",
+            "--resources-vpc-config",
+            "subnetIds=subnet-a",
+            "--access-config",
+            &format!(
+                "authenticationMode=CONFIG_MAP,bootstrapClusterCreatorAdminPermissions={bootstrap}"
+            ),
+        ]);
+    }
+    let kubeconfig = |name: &str| {
+        let kc = sandbox.path(&format!("{name}.kubeconfig"));
+        creator.ok(&[
+            "update-kubeconfig",
+            "--name",
+            name,
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+        ]);
+        kc
+    };
+    let legacy = kubeconfig("legacy");
+    let ok = |aws: &Aws, args: &[&str]| -> String {
+        let out = aws.kubectl(&legacy, args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+
+    // The creator is kubernetes-admin in system:masters, as EKS maps it.
+    assert_eq!(
+        ok(
+            &creator,
+            &[
+                "auth",
+                "whoami",
+                "-o",
+                "jsonpath={.status.userInfo.username}/{.status.userInfo.groups[0]}"
+            ]
+        ),
+        "kubernetes-admin/system:masters"
+    );
+    ok(&creator, &["create", "namespace", "team"]);
+    // Not through aws-auth (there is none) nor an access entry.
+    let out = creator.kubectl(
+        &legacy,
+        &["get", "configmap", "aws-auth", "-n", "kube-system"],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    let entries = creator.json(&["list-access-entries", "--cluster-name", "legacy"]);
+    assert_eq!(entries["accessEntries"], serde_json::json!([]));
+    // Another role, unmapped: 401.
+    let out = viewer.kubectl(&legacy, &["get", "pods", "-n", "team"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "error: You must be logged in to the server (Unauthorized)"
+    );
+
+    // Without the bootstrap permission the creator is no one either.
+    let locked = kubeconfig("locked");
+    let out = creator.kubectl(&locked, &["get", "pods"]);
+    // kubectl's discovery (no cache for this server yet) is refused first.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.trim().lines().last().is_some_and(|l| l
+            == "error: You must be logged in to the server (the server has asked for the client to provide credentials)"),
+        "{stderr}"
     );
 }

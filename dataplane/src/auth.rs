@@ -56,9 +56,10 @@ fn authorize(
     let store = engine
         .store(&cluster.id)
         .ok_or_else(|| ApiError::ClusterGone(cluster.id.clone()))?;
-    let grants = match engine.registry().get(&cluster.id) {
-        Ok(record) => cloud_identity::grants(engine.registry(), &record, &caller),
-        Err(_) => CloudGrants::default(),
+    let record = engine.registry().get(&cluster.id).ok();
+    let grants = match &record {
+        Some(record) => cloud_identity::grants(engine.registry(), record, &caller),
+        None => CloudGrants::default(),
     };
     let own = StoreSource(store.as_ref());
     let source = Layered(vec![&own, &grants.0]);
@@ -81,15 +82,18 @@ fn authorize(
         Err(Refusal::BadRequest(message)) => return Err(ApiError::BadRequest(message)),
         Err(Refusal::Forbidden(forbidden)) => return Ok(Err(forbidden)),
     };
-    Ok(authz::check_request(
-        mode,
-        &source,
-        user.clone(),
-        req.method().as_str(),
-        req.path(),
-        req.query_string(),
+    let (method, path, query) = (req.method().as_str(), req.path(), req.query_string());
+    Ok(
+        authz::check_request(mode, &source, user.clone(), method, path, query)
+            .map(|_| (user.clone(), grants))
+            .map_err(|rbac| match &record {
+                Some(record) => {
+                    let attributes = authz::from_request(user, method, path, query);
+                    cloud_identity::denial(record, &attributes, rbac)
+                }
+                None => rbac,
+            }),
     )
-    .map(|_| (user, grants)))
 }
 
 fn mounted(

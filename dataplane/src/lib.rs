@@ -23,7 +23,8 @@
 //!   cluster, behind a narrow client trait the store implements.
 //! - [`auth`]: who the caller is (client certificate, cloud token, anonymous).
 //! - [`authz`]: what the caller may do (RBAC, cloud identity mapping, access
-//!   reviews) and admission (ResourceQuota, LimitRange, webhooks); the
+//!   reviews) and admission (ResourceQuota, LimitRange, webhooks,
+//!   ValidatingAdmissionPolicy); the
 //!   request path runs admission through [`api::admission`].
 //! - [`cloud_identity`]: each cloud's identity mapping and virtual grants,
 //!   wired into [`auth`].

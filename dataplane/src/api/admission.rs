@@ -7,27 +7,31 @@
 //! [`crate::authz::admission`]; this file reads what they need from the
 //! cluster's store and calls the webhooks ([`super::webhook_call`]).
 //!
-//! Writes by the controllers go straight to the store (as privileged writes
-//! after admission would); only API requests are admitted.
+//! Objects the workload controllers create (Pods, ReplicaSets, Jobs, PVCs)
+//! are admitted too, as their controller's ServiceAccount
+//! ([`crate::controllers::store_admission`]); their other writes go straight
+//! to the store, as privileged writes.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use kemu_shared::UserInfo;
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use super::webhook_call;
 use crate::authz::admission::webhook::{self, Webhook};
 use crate::authz::admission::{
-    Operation, limitrange, match_conditions, namespace, object_name, quota, serviceaccount,
+    Operation, limitrange, match_conditions, namespace, object_name, policy, quota, serviceaccount,
     storage_protection,
 };
-use crate::authz::{Forbidden, StoreSource, escalation};
-use crate::engine::Engine;
+use crate::authz::{Forbidden, Mode, StoreSource, escalation};
 use crate::error::ApiError;
-use crate::resources::ResourceType;
+use crate::resources::{ResourceRegistry, ResourceType};
 use crate::store::{NAMESPACES, ObjectKey, Preconditions, Store};
 
+const POLICIES: &str = "validatingadmissionpolicies.admissionregistration.k8s.io";
+const POLICY_BINDINGS: &str = "validatingadmissionpolicybindings.admissionregistration.k8s.io";
+const CRDS: &str = "customresourcedefinitions.apiextensions.k8s.io";
 const MUTATING: &str = "mutatingwebhookconfigurations.admissionregistration.k8s.io";
 const VALIDATING: &str = "validatingwebhookconfigurations.admissionregistration.k8s.io";
 const QUOTAS: &str = "resourcequotas";
@@ -41,8 +45,8 @@ const QUOTA_RETRIES: usize = 8;
 
 /// One request's admission: who writes what, where.
 pub struct Admission<'a> {
-    /// The engine (authorization mode).
-    pub engine: &'a Engine,
+    /// The authorization mode (the RBAC escalation check follows it).
+    pub authorization: Mode,
     /// The cluster's store (a dry-run view on `dryRun=All`).
     pub store: &'a Arc<dyn Store>,
     /// The type written.
@@ -56,7 +60,11 @@ pub struct Admission<'a> {
     /// `dryRun=All`.
     pub dry_run: bool,
     /// Where the webhooks' warnings go (the response's `Warning` headers).
-    pub warnings: &'a RefCell<Vec<String>>,
+    pub warnings: &'a Mutex<Vec<String>>,
+    /// A workload controller's create: the ServiceAccount plugin is left
+    /// out, since kemu's controller-made Pods carry no token volume either
+    /// way (no containers run to read it).
+    pub from_controller: bool,
 }
 
 impl From<Forbidden> for ApiError {
@@ -139,7 +147,7 @@ impl Admission<'_> {
         };
         if self.is_main() {
             limitrange::mutate(op, group, resource, &mut object, &limit_ranges);
-            if op == Operation::Create && self.is("", "pods") {
+            if op == Operation::Create && self.is("", "pods") && !self.from_controller {
                 self.admit_service_account(&mut object).await?;
             }
             storage_protection::mutate(op, group, resource, &mut object);
@@ -153,7 +161,7 @@ impl Admission<'_> {
             let mut typed = object.clone();
             typed["kind"] = json!(self.rt.kind);
             escalation::check_write(
-                self.engine.authorization(),
+                self.authorization,
                 &StoreSource(self.store.as_ref()),
                 self.user,
                 ns,
@@ -164,6 +172,7 @@ impl Admission<'_> {
         if self.is_main() {
             limitrange::validate(op, group, resource, &object, &limit_ranges)?;
         }
+        self.check_policies(op, Some(&object), old, &options)?;
         self.call_webhooks(false, op, Some(object.clone()), old, &options)
             .await?;
         if self.is_main() && !ns.is_empty() {
@@ -197,6 +206,7 @@ impl Admission<'_> {
         options["apiVersion"] = json!("meta.k8s.io/v1");
         self.call_webhooks(true, Operation::Delete, None, Some(old), &options)
             .await?;
+        self.check_policies(Operation::Delete, None, Some(old), &options)?;
         self.call_webhooks(false, Operation::Delete, None, Some(old), &options)
             .await?;
         Ok(())
@@ -274,6 +284,74 @@ impl Admission<'_> {
         Err(ApiError::Internal(
             "Internal error occurred: resource quota evaluation timed out".into(),
         ))
+    }
+
+    /// The ValidatingAdmissionPolicies bound to the request: a `Deny`
+    /// binding's refusal, `Warn` bindings' warnings.
+    fn check_policies(
+        &self,
+        op: Operation,
+        object: Option<&Value>,
+        old: Option<&Value>,
+        options: &Value,
+    ) -> Result<(), ApiError> {
+        if self.rt.group == "admissionregistration.k8s.io" {
+            // Upstream never applies policies to admission configuration.
+            return Ok(());
+        }
+        let bindings = self.objects(POLICY_BINDINGS, "");
+        if bindings.is_empty() {
+            return Ok(());
+        }
+        let policies = self.objects(POLICIES, "");
+        let ns_object = self.namespace_object(object.or(old));
+        let name = object
+            .or(old)
+            .and_then(|o| o.pointer("/metadata/name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let req = webhook::Request {
+            operation: wire_operation(op),
+            group: &self.rt.group,
+            version: &self.rt.version,
+            kind: &self.rt.kind,
+            resource: &self.rt.plural,
+            subresource: self.subresource,
+            name: &name,
+            namespace: self.namespace,
+            object,
+            old_object: old,
+            user: self.user,
+            dry_run: self.dry_run,
+            options: Some(options),
+        };
+        let request = webhook::review(&req, &uuid::Uuid::new_v4().to_string())["request"].take();
+        let outcome = policy::evaluate(
+            &policies,
+            &bindings,
+            &req,
+            &request,
+            ns_object.as_ref(),
+            &StoreParams(self),
+        );
+        self.warnings.lock().extend(outcome.warnings);
+        match outcome.denied {
+            Some(status) => Err(ApiError::Refused(Box::new(status))),
+            None => Ok(()),
+        }
+    }
+
+    /// The Namespace object the selectors and `namespaceObject` see: the
+    /// request's, or the Namespace itself when one is written.
+    fn namespace_object(&self, object: Option<&Value>) -> Option<Value> {
+        if self.rt.group.is_empty() && self.rt.plural == NAMESPACES {
+            object.cloned()
+        } else if self.namespace.is_empty() {
+            None
+        } else {
+            self.get(NAMESPACES, "", self.namespace)
+        }
     }
 
     /// Calls the mutating (or validating) webhooks the request reaches, in
@@ -356,7 +434,7 @@ impl Admission<'_> {
                     object: patched,
                     warnings,
                 }) => {
-                    self.warnings.borrow_mut().extend(warnings);
+                    self.warnings.lock().extend(warnings);
                     if mutating && object.is_some() {
                         object = patched;
                     }
@@ -372,5 +450,33 @@ impl Admission<'_> {
             }
         }
         Ok(object)
+    }
+}
+
+/// The params of admission policies, read from the store: built-in kinds
+/// by the registry, custom ones by their CustomResourceDefinition.
+struct StoreParams<'a, 'b>(&'a Admission<'b>);
+
+impl policy::Params for StoreParams<'_, '_> {
+    fn list(&self, param_kind: &Value, namespace: &str) -> Option<(bool, Vec<Value>)> {
+        let api_version = param_kind.get("apiVersion")?.as_str()?;
+        let kind = param_kind.get("kind")?.as_str()?;
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let (resource, namespaced) =
+            match ResourceRegistry::builtin_ref().by_kind(api_version, kind) {
+                Some(rt) if rt.group.is_empty() => (rt.plural.clone(), rt.namespaced),
+                Some(rt) => (format!("{}.{}", rt.plural, rt.group), rt.namespaced),
+                None => {
+                    let crd = self.0.objects(CRDS, "").into_iter().find(|c| {
+                        c.pointer("/spec/group") == Some(&json!(group))
+                            && c.pointer("/spec/names/kind") == Some(&json!(kind))
+                    })?;
+                    let plural = crd.pointer("/spec/names/plural")?.as_str()?;
+                    let namespaced = crd.pointer("/spec/scope") == Some(&json!("Namespaced"));
+                    (format!("{plural}.{group}"), namespaced)
+                }
+            };
+        let ns = if namespaced { namespace } else { "" };
+        Some((namespaced, self.0.objects(&resource, ns)))
     }
 }

@@ -4,6 +4,7 @@
 //! Generic over the [`ResourceRegistry`](crate::resources::ResourceRegistry):
 //! no per-kind handler code.
 
+use parking_lot::Mutex;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -201,7 +202,7 @@ pub async fn dispatch(
         params,
         output,
         directive,
-        warnings: RefCell::default(),
+        warnings: Mutex::default(),
     };
     let body = match op {
         Operation::Create
@@ -247,7 +248,7 @@ struct Handler<'a> {
     /// `fieldValidation`.
     directive: Directive,
     /// `Warning` headers for the response.
-    warnings: RefCell<Vec<String>>,
+    warnings: Mutex<Vec<String>>,
 }
 
 /// A `continue` token: where the next page starts in which snapshot.
@@ -340,7 +341,7 @@ impl Handler<'_> {
     /// A response builder carrying the request's warnings.
     fn reply(&self, status: StatusCode) -> actix_web::HttpResponseBuilder {
         let mut b = HttpResponse::build(status);
-        for w in self.warnings.borrow().iter() {
+        for w in self.warnings.lock().iter() {
             b.append_header(("Warning", field_validation::warning_header(w)));
         }
         b
@@ -359,7 +360,7 @@ impl Handler<'_> {
         match self.directive {
             Directive::Strict => Err(strict(&checked.value, &checked.problems)),
             Directive::Warn => {
-                self.warnings.borrow_mut().extend(checked.problems);
+                self.warnings.lock().extend(checked.problems);
                 Ok(checked.value)
             }
             Directive::Ignore => Ok(checked.value),
@@ -579,7 +580,7 @@ impl Handler<'_> {
     /// one of its subresources.
     fn admission<'s>(&'s self, subresource: &'s str) -> Admission<'s> {
         Admission {
-            engine: self.engine,
+            authorization: self.engine.authorization(),
             store: &self.store,
             rt: self.rt(),
             subresource,
@@ -587,6 +588,7 @@ impl Handler<'_> {
             user: &self.user,
             dry_run: self.params.get("dryRun").is_some(),
             warnings: &self.warnings,
+            from_controller: false,
         }
     }
 
@@ -780,7 +782,7 @@ impl Handler<'_> {
             })
             .await?;
         if self.directive == Directive::Warn {
-            self.warnings.borrow_mut().extend(found.into_inner());
+            self.warnings.lock().extend(found.into_inner());
         }
         self.respond(code, &object)
     }
@@ -808,7 +810,7 @@ impl Handler<'_> {
                 e => e,
             },
         )?;
-        self.warnings.borrow_mut().extend(answer.warnings);
+        self.warnings.lock().extend(answer.warnings);
         if answer.body["kind"] == "Status" {
             return Ok(self.reply(answer.status).json(answer.body));
         }

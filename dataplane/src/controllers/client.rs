@@ -303,6 +303,10 @@ pub enum ClientError {
     /// The store could not serve the call.
     #[error("{0}")]
     Unavailable(String),
+    /// Admission refused the write (a quota exceeded, a webhook's denial):
+    /// the apiserver's message.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// One cluster's objects, as controllers see them. See the module docs for what

@@ -6,7 +6,8 @@
 //!
 //! - [`client`]: the narrow [`Client`] trait controllers reach the store
 //!   through (the adapter contract), and [`MemClient`] for tests.
-//! - [`store_client`]: the adapter from a cluster's store to [`Client`].
+//! - [`store_client`]: the adapter from a cluster's store to [`Client`];
+//!   [`store_admission`]: the admission of what controllers create.
 //! - [`runtime`]: shared informers, work queues, clock timers, the
 //!   [`Reconciler`](runtime::Reconciler) trait.
 //! - [`obj`], [`selector`]: reading JSON objects; label selectors.
@@ -58,6 +59,7 @@ pub mod selector;
 pub mod service;
 pub mod statefulset;
 pub mod storage_protection;
+pub mod store_admission;
 pub mod store_client;
 #[cfg(test)]
 mod tests;

@@ -2,8 +2,9 @@
 //! controllers write through the same store as API clients, so watchers see
 //! every intermediate state.
 //!
-//! Writes here are privileged, as kube-controller-manager's are after
-//! admission: no validation beyond the store's own, `update` keeps the stored
+//! Creates of objects for their owners go through admission first
+//! ([`super::store_admission`]). Other writes here are privileged: no
+//! validation beyond the store's own, `update` keeps the stored
 //! status of kinds with a status subresource, `update_status` changes only it.
 
 use std::sync::Arc;
@@ -68,6 +69,7 @@ fn client_error(e: ApiError) -> ClientError {
         ApiError::Invalid { .. } | ApiError::BadRequest(_) | ApiError::TooLarge(_) => {
             ClientError::Invalid(e.to_string())
         }
+        ApiError::Refused(_) | ApiError::Forbidden(_) => ClientError::Refused(e.to_string()),
         other => ClientError::Unavailable(other.to_string()),
     }
 }
@@ -308,7 +310,28 @@ impl Client for StoreClient {
     }
 
     fn create(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Arc<Value>>> {
-        Box::pin(async move { self.create_now(kind, object) })
+        Box::pin(async move {
+            let object = match super::store_admission::creator(&object) {
+                Some(account)
+                    if super::store_admission::anything_to_admit(
+                        self.store.as_ref(),
+                        meta_str(&object, "namespace"),
+                    ) =>
+                {
+                    super::store_admission::admit_create(
+                        &self.store,
+                        &self.resources,
+                        kind,
+                        account,
+                        object,
+                    )
+                    .await
+                    .map_err(client_error)?
+                }
+                _ => object,
+            };
+            self.create_now(kind, object)
+        })
     }
 
     fn update(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Arc<Value>>> {

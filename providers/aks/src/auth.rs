@@ -47,11 +47,34 @@ impl TokenAuthenticator for AksTokenAuthenticator {
             return Err("token has expired".into());
         }
         let oid = claims["oid"].as_str().unwrap_or_default().to_owned();
+        // (Azure RBAC grants are read through `access_config`.)
         Ok(Some(UserInfo {
             username: oid.clone(),
             uid: oid,
             groups: vec!["system:authenticated".into()],
             extra: Default::default(),
         }))
+    }
+
+    /// The Azure role assignments, for Azure RBAC in the data plane.
+    fn access_config(&self, cluster: &ClusterRecord) -> serde_json::Value {
+        let aad = cluster.extra.pointer("/properties/aadProfile");
+        let azure_rbac = aad.is_some_and(|p| {
+            p.get("enableAzureRBAC")
+                .or_else(|| p.get("enableAzureRbac"))
+                == Some(&serde_json::Value::Bool(true))
+        });
+        let all: Vec<serde_json::Value> = self
+            .state
+            .role_assignments
+            .lock()
+            .values()
+            .cloned()
+            .collect();
+        serde_json::json!({
+            "azureRbac": azure_rbac,
+            "clusterId": crate::render::resource_id(cluster),
+            "roleAssignments": crate::authorization::assignments_for_dataplane(&all),
+        })
     }
 }

@@ -23,6 +23,9 @@
 //! - [`cluster`]: managed clusters, credentials, power state, upgrade profile.
 //! - [`agentpool`]: agent pools, one source of truth with `agentPoolProfiles`.
 //! - [`operation`]: long-running operations (`Azure-AsyncOperation`, `Location`).
+//! - [`authorization`]: Microsoft.Authorization at any scope: the built-in
+//!   AKS RBAC role definitions and role assignments (Azure RBAC for
+//!   Kubernetes on clusters with `aadProfile.enableAzureRBAC`).
 //! - [`auth`]: bearer tokens for the clusters' API servers (the data plane
 //!   asks through the registry).
 //! - [`render`]: the shared record in AKS vocabulary.
@@ -31,6 +34,7 @@
 
 pub mod agentpool;
 pub mod auth;
+pub mod authorization;
 pub mod cluster;
 pub mod error;
 pub mod group;
@@ -145,6 +149,17 @@ impl Aks {
         use Endpoint as E;
         match endpoint {
             E::MetadataEndpoints => Ok(identity::metadata(&ctx.base, &ctx.api_version)),
+            E::ListRoleDefinitions { scope } => {
+                Ok(authorization::list_definitions(&scope, req.query_string()))
+            }
+            E::GetRoleDefinition { scope, id } => authorization::get_definition(&scope, &id),
+            E::ListRoleAssignments { scope } => Ok(authorization::list_assignments(self, &scope)),
+            E::PutRoleAssignment { scope, name } => {
+                authorization::put_assignment(self, &scope, &name, &json()?)
+            }
+            E::DeleteRoleAssignment { scope, name } => {
+                Ok(authorization::delete_assignment(self, &scope, &name))
+            }
             E::OpenIdConfiguration { tenant } => {
                 Ok(identity::openid_configuration(self, &ctx.base, &tenant))
             }

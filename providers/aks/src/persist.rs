@@ -1,5 +1,5 @@
 //! The facade's own state (resource groups, long-running operations, the
-//! object id of each principal, the tokens it minted) as one JSON value, for
+//! object id of each principal, the tokens it minted, role assignments) as one JSON value, for
 //! kemu's state directory, snapshots and reset. The minted tokens are kept so
 //! the kubeconfigs `az aks get-credentials` wrote keep working after a restart.
 
@@ -19,6 +19,8 @@ struct Saved {
     operations: HashMap<String, Operation>,
     object_ids: HashMap<String, String>,
     issued: HashSet<String>,
+    #[serde(default)]
+    role_assignments: BTreeMap<String, serde_json::Value>,
 }
 
 impl Persist for Aks {
@@ -32,6 +34,7 @@ impl Persist for Aks {
             operations: self.state.operations.lock().clone(),
             object_ids: self.state.object_ids.lock().clone(),
             issued: self.state.issued.lock().clone(),
+            role_assignments: self.state.role_assignments.lock().clone(),
         };
         serde_json::to_value(saved).unwrap_or(serde_json::Value::Null)
     }
@@ -50,6 +53,7 @@ impl Persist for Aks {
         *self.state.operations.lock() = saved.operations;
         *self.state.object_ids.lock() = saved.object_ids;
         *self.state.issued.lock() = saved.issued;
+        *self.state.role_assignments.lock() = saved.role_assignments;
         Ok(())
     }
 }
@@ -65,7 +69,8 @@ mod tests {
         let saved = serde_json::json!({
             "groups": [{"subscription": "S", "name": "MyRG", "location": "westeurope",
                         "tags": {}, "managed_by": null}],
-            "operations": {}, "object_ids": {"app": "oid"}, "issued": ["uti-1"]
+            "operations": {}, "object_ids": {"app": "oid"}, "issued": ["uti-1"],
+            "role_assignments": {"/subscriptions/s/providers/microsoft.authorization/roleassignments/a": {"name": "a"}}
         });
         aks.restore(saved.clone()).unwrap();
         assert_eq!(aks.snapshot(), saved);

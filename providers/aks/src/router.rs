@@ -28,6 +28,37 @@ pub struct ClusterPath {
 /// The operations the facade serves.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Endpoint {
+    /// `GET {scope}/providers/Microsoft.Authorization/roleDefinitions`.
+    ListRoleDefinitions {
+        /// The ARM scope.
+        scope: String,
+    },
+    /// `GET {scope}/providers/Microsoft.Authorization/roleDefinitions/{id}`.
+    GetRoleDefinition {
+        /// The ARM scope.
+        scope: String,
+        /// Role definition id (a GUID).
+        id: String,
+    },
+    /// `GET {scope}/providers/Microsoft.Authorization/roleAssignments`.
+    ListRoleAssignments {
+        /// The ARM scope.
+        scope: String,
+    },
+    /// `PUT {scope}/providers/Microsoft.Authorization/roleAssignments/{name}`.
+    PutRoleAssignment {
+        /// The ARM scope.
+        scope: String,
+        /// Assignment name (a GUID).
+        name: String,
+    },
+    /// `DELETE {scope}/providers/Microsoft.Authorization/roleAssignments/{name}`.
+    DeleteRoleAssignment {
+        /// The ARM scope.
+        scope: String,
+        /// Assignment name (a GUID).
+        name: String,
+    },
     /// `GET /metadata/endpoints`: the cloud's endpoints (object or list form).
     MetadataEndpoints,
     /// `GET /{tenant}[/v2.0]/.well-known/openid-configuration`.
@@ -164,6 +195,24 @@ impl Endpoint {
             name: s(7),
         };
         use Endpoint as E;
+        // Microsoft.Authorization answers under any scope.
+        if let Some(i) = low
+            .windows(2)
+            .rposition(|w| w == ["providers", "microsoft.authorization"])
+        {
+            let scope = format!("/{}", seg[..i].join("/"));
+            let at = |j: usize| seg[i + j].to_owned();
+            return match (method.as_str(), &low[i + 2..]) {
+                ("GET", ["roledefinitions"]) => Ok(E::ListRoleDefinitions { scope }),
+                ("GET", ["roledefinitions", _]) => Ok(E::GetRoleDefinition { scope, id: at(3) }),
+                ("GET", ["roleassignments"]) => Ok(E::ListRoleAssignments { scope }),
+                ("PUT", ["roleassignments", _]) => Ok(E::PutRoleAssignment { scope, name: at(3) }),
+                ("DELETE", ["roleassignments", _]) => {
+                    Ok(E::DeleteRoleAssignment { scope, name: at(3) })
+                }
+                _ => Err(Error::NoRoute(path.to_owned())),
+            };
+        }
         let endpoint = match (method.as_str(), low.as_slice()) {
             ("GET", ["metadata", "endpoints"]) => E::MetadataEndpoints,
             ("GET", [_, ".well-known", "openid-configuration"])

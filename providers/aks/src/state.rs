@@ -94,6 +94,8 @@ pub struct State {
     /// The `uti` of every access token minted, so the data plane accepts only
     /// kemu's own tokens.
     pub issued: Mutex<HashSet<String>>,
+    /// Azure role assignments by lower-cased ARM id.
+    pub role_assignments: Mutex<BTreeMap<String, serde_json::Value>>,
 }
 
 /// The key of a resource group in [`State::groups`].

@@ -139,9 +139,14 @@ pub fn create(eks: &Eks, call: &Call) -> Result<Value, Error> {
         extra,
     })?;
     tracing::info!(cluster = %record.name, "EKS cluster created");
-    if bootstrap && mode != "CONFIG_MAP" {
+    if bootstrap {
         eks.with_cluster(call, name, |rec, cs| {
-            access::bootstrap_admin(call, rec, cs);
+            cs.creator_arn = Some(call.caller.clone());
+            // The API modes show the creator as an access entry; CONFIG_MAP
+            // makes it admin without one.
+            if mode != "CONFIG_MAP" {
+                access::bootstrap_admin(call, rec, cs);
+            }
             Ok(())
         })?;
     }

@@ -169,6 +169,12 @@ pub struct ClusterState {
     pub updates: Vec<Update>,
     /// When insights were last refreshed.
     pub insights_refreshed: Option<DateTime<Utc>>,
+    /// The IAM principal that created the cluster, kept when
+    /// `bootstrapClusterCreatorAdminPermissions` made it admin: in the
+    /// `CONFIG_MAP` mode it is admin implicitly (not in `aws-auth`), as on
+    /// EKS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creator_arn: Option<String>,
 }
 
 impl ClusterState {

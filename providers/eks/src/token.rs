@@ -271,7 +271,7 @@ impl TokenAuthenticator for EksTokenAuthenticator {
                 entry
             })
             .collect();
-        serde_json::json!({ "accessEntries": entries })
+        serde_json::json!({ "accessEntries": entries, "creatorArn": cs.creator_arn })
     }
 }
 

@@ -8,15 +8,19 @@
 //! cluster-admin (group `system:masters`), as a project owner has through IAM on
 //! GKE. Tokens can be mapped to other Google identities with
 //! [`AccessTokens::insert`], and [`AccessTokens::strict`] refuses the rest.
+//! The authenticator also hands the data plane each project's IAM policy
+//! ([`crate::iam`]), from which GKE grants Kubernetes access.
 //! JWT-shaped tokens are left to the data plane (ServiceAccount tokens).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use actix_web::HttpRequest;
 use kemu_shared::{Cloud, ClusterRecord, TokenAuthenticator, UserInfo};
 use parking_lot::RwLock;
 
 use crate::error::Error;
+use crate::iam::IamPolicies;
 use crate::state::project_location;
 use crate::wire;
 
@@ -45,6 +49,7 @@ pub fn owner(project: &str) -> String {
 pub struct AccessTokens {
     accounts: RwLock<BTreeMap<String, String>>,
     strict: bool,
+    iam: Arc<IamPolicies>,
 }
 
 impl AccessTokens {
@@ -59,6 +64,11 @@ impl AccessTokens {
             strict: true,
             ..Self::default()
         }
+    }
+
+    /// The project IAM policies the facade serves and GKE authorizes by.
+    pub fn iam(&self) -> &Arc<IamPolicies> {
+        &self.iam
     }
 
     /// Maps `token` to the Google account `email` (authenticated, no groups
@@ -103,6 +113,15 @@ impl TokenAuthenticator for AccessTokens {
             owner(project),
             &["system:masters", "system:authenticated"],
         )))
+    }
+
+    /// The project's IAM policy, for GKE's IAM authorizer in the data plane.
+    fn access_config(&self, cluster: &ClusterRecord) -> serde_json::Value {
+        if cluster.cloud() != Cloud::Gke {
+            return serde_json::Value::Null;
+        }
+        let (project, _) = project_location(cluster);
+        serde_json::json!({ "iamPolicy": self.iam.get(project) })
     }
 }
 

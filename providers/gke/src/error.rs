@@ -30,6 +30,9 @@ pub enum Error {
     /// INTERNAL.
     #[error("{0}")]
     Internal(String),
+    /// ABORTED: a concurrent change (an IAM policy's stale etag).
+    #[error("{0}")]
+    Aborted(String),
 }
 
 impl Error {
@@ -41,6 +44,7 @@ impl Error {
             Error::FailedPrecondition(_) => "FAILED_PRECONDITION",
             Error::Unauthenticated => "UNAUTHENTICATED",
             Error::Internal(_) => "INTERNAL",
+            Error::Aborted(_) => "ABORTED",
         }
     }
 }
@@ -66,6 +70,7 @@ impl ResponseError for Error {
             Error::InvalidArgument(_) | Error::FailedPrecondition(_) => StatusCode::BAD_REQUEST,
             Error::Unauthenticated => StatusCode::UNAUTHORIZED,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Error::Aborted(_) => StatusCode::CONFLICT,
         }
     }
 

@@ -18,12 +18,14 @@
 //! - [`cluster`], [`node_pool`]: the operations; [`operation`]: long-running
 //!   Operations on the clock.
 //! - [`server_config`]: versions and release channels.
-//! - [`service_usage`], [`compute`]: the other APIs' calls.
+//! - [`service_usage`], [`compute`]: the other APIs' calls; [`iam`]:
+//!   Resource Manager's project IAM policies, which GKE authorizes by.
 
 pub mod auth;
 pub mod cluster;
 pub mod compute;
 pub mod error;
+pub mod iam;
 pub mod node_pool;
 pub mod operation;
 pub mod persist;
@@ -67,6 +69,7 @@ pub struct Gke {
     registry: ClusterRegistry,
     operations: Arc<Operations>,
     options: GkeOptions,
+    tokens: Arc<AccessTokens>,
 }
 
 impl Gke {
@@ -81,7 +84,14 @@ impl Gke {
             registry,
             operations: Arc::default(),
             options,
+            tokens: Arc::default(),
         }
+    }
+
+    /// The clusters' token authenticator, which shares the facade's project
+    /// IAM policies with the data plane: register it for GKE clusters.
+    pub fn tokens(&self) -> Arc<AccessTokens> {
+        self.tokens.clone()
     }
 
     /// Mounts the facade on an actix-web service config.
@@ -183,6 +193,11 @@ impl Gke {
                 self.operations.cancel(&r, now)?;
                 Ok((json!({}), Shape::Other))
             }
+            E::GetIamPolicy { project } => Ok((self.tokens.iam().get(&project), Shape::Other)),
+            E::SetIamPolicy { project } => Ok((
+                self.tokens.iam().set(&project, &Value::Object(body()?))?,
+                Shape::Other,
+            )),
             E::GetService { project, service } => {
                 Ok((service_usage::get(&project, &service), Shape::Other))
             }

@@ -1,4 +1,5 @@
-//! The facade's own state, its long-running operations, as one JSON value for
+//! The facade's own state, its long-running operations and the projects'
+//! IAM policies, as one JSON value for
 //! kemu's state directory, snapshots and reset. (A cluster's GKE settings live
 //! in its shared record's `extra`, persisted with the registry.)
 
@@ -13,7 +14,10 @@ impl Persist for Gke {
     }
 
     fn snapshot(&self) -> serde_json::Value {
-        serde_json::json!({ "operations": self.operations.all() })
+        serde_json::json!({
+            "operations": self.operations.all(),
+            "iamPolicies": self.tokens.iam().snapshot(),
+        })
     }
 
     fn restore(&self, state: serde_json::Value) -> Result<(), PersistError> {
@@ -23,7 +27,13 @@ impl Persist for Gke {
                 serde_json::from_value(ops.clone()).map_err(|e| PersistError::invalid("gke", e))?
             }
         };
+        let iam = match state.get("iamPolicies") {
+            None | Some(serde_json::Value::Null) => Default::default(),
+            Some(saved) => serde_json::from_value(saved.clone())
+                .map_err(|e| PersistError::invalid("gke", e))?,
+        };
         self.operations.replace(ops);
+        self.tokens.iam().restore(iam);
         Ok(())
     }
 }
@@ -41,7 +51,7 @@ mod tests {
             "kind": "CreateCluster", "cluster": "c", "pool": null,
             "start": "2026-01-01T00:00:00Z", "end": "2026-01-01T00:00:00Z",
             "error": null, "detail": ""
-        }]});
+        }], "iamPolicies": {}});
         gke.restore(saved.clone()).unwrap();
         assert_eq!(gke.snapshot(), saved);
         assert!(gke.restore(serde_json::json!({"operations": 3})).is_err());

@@ -150,6 +150,16 @@ pub enum Endpoint {
         /// Zone.
         zone: String,
     },
+    /// Resource Manager `POST /v1/projects/P:getIamPolicy`.
+    GetIamPolicy {
+        /// Project id.
+        project: String,
+    },
+    /// Resource Manager `POST /v1/projects/P:setIamPolicy`.
+    SetIamPolicy {
+        /// Project id.
+        project: String,
+    },
     /// Compute `GET /compute/v1/projects/P/zones/Z/instanceGroupManagers/M`.
     GetInstanceGroupManager {
         /// Project id.
@@ -181,6 +191,12 @@ impl Endpoint {
         let m = method.as_str();
         use Endpoint as E;
         let ep = match (segments.as_slice(), verb) {
+            (["v1", "projects", p], Some("getIamPolicy")) if m == "POST" => E::GetIamPolicy {
+                project: (*p).into(),
+            },
+            (["v1", "projects", p], Some("setIamPolicy")) if m == "POST" => E::SetIamPolicy {
+                project: (*p).into(),
+            },
             (["v1", "projects", p, "services", s], None) if m == "GET" => E::GetService {
                 project: (*p).into(),
                 service: (*s).into(),

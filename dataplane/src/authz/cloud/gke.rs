@@ -58,6 +58,35 @@ fn viewer_roles(src: &mut MemorySource) {
     ));
 }
 
+/// GKE's reason for a denied resource request: `requires one of
+/// ["container.pods.create"] permission(s).`, naming the IAM permission of
+/// the verb (and subresource); `None` for non-resource requests.
+pub fn missing_permission(a: &crate::authz::Attributes) -> Option<String> {
+    if !a.resource_request || a.resource.is_empty() {
+        return None;
+    }
+    let read = matches!(a.verb.as_str(), "get" | "list" | "watch");
+    let action = match (a.subresource.as_str(), a.verb.as_str()) {
+        ("status", _) if read => "getStatus",
+        ("status", _) => "updateStatus",
+        ("scale", _) if read => "getScale",
+        ("scale", _) => "updateScale",
+        ("log", _) => "getLogs",
+        ("exec", _) => "exec",
+        ("attach", _) => "attach",
+        ("portforward", _) => "portForward",
+        ("proxy", _) => "proxy",
+        (_, "watch") => "list",
+        (_, "patch") => "update",
+        (_, "deletecollection") => "delete",
+        (_, verb) => verb,
+    };
+    Some(format!(
+        "requires one of [\"container.{}.{action}\"] permission(s).",
+        a.resource
+    ))
+}
+
 /// The virtual RBAC objects the project's IAM policy grants (`policy` is a
 /// `getIamPolicy` result: `{"bindings":[{"role","members":[…]}]}`).
 /// `creator` (an email) is granted as `roles/owner`.
