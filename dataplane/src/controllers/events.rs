@@ -1,9 +1,21 @@
 //! Events (core/v1) as kube-controller-manager, the scheduler and the kubelet
 //! record them: one per occurrence, with upstream's reasons and messages, named
 //! `<object>.<hex time>` as upstream's recorder names them.
+//!
+//! Like client-go's event correlator, similar events are aggregated: once an
+//! object has had [`AGGREGATE_AFTER`] differently worded events of one reason
+//! from one source within [`AGGREGATE_WINDOW`] (a ReplicaSet's
+//! `SuccessfulCreate` for each of its Pods), the next ones update a single
+//! Event whose message starts `(combined from similar events): ` and whose
+//! `count` grows.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use parking_lot::Mutex;
 
 use kemu_shared::SharedClock;
 use serde_json::{Value, json};
@@ -20,12 +32,37 @@ pub enum EventKind {
     Warning,
 }
 
+/// Distinct messages of one kind of event after which they are aggregated
+/// (client-go's `defaultAggregateMaxEvents`).
+pub const AGGREGATE_AFTER: usize = 10;
+/// How long similar events are remembered (client-go's
+/// `defaultAggregateIntervalInSeconds`).
+pub const AGGREGATE_WINDOW: Duration = Duration::from_secs(600);
+/// Keys remembered per source before the memory is dropped (client-go keeps
+/// an LRU of 4096).
+const AGGREGATE_KEYS: usize = 4096;
+
+/// Similar events of one object, reason and source.
+#[derive(Default)]
+struct Similar {
+    messages: HashSet<String>,
+    last: Option<DateTime<Utc>>,
+    // The aggregate Event once there is one: (namespace, name, count, first).
+    combined: Option<(String, String, i64, String)>,
+}
+
+/// How an aggregate Event's message starts (client-go's
+/// `EventAggregatorByReasonMessageFunc`).
+pub const COMBINED: &str = "(combined from similar events): ";
+
 /// Writes Events through the client on behalf of one component.
 #[derive(Clone)]
 pub struct Recorder {
     client: Arc<dyn Client>,
     clock: SharedClock,
     seq: Arc<AtomicU64>,
+    // Per source (component and host): aggregation key → similar events.
+    similar: Arc<Mutex<HashMap<String, HashMap<String, Similar>>>>,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -41,6 +78,54 @@ impl Recorder {
             client,
             clock,
             seq: Arc::default(),
+            similar: Arc::default(),
+        }
+    }
+
+    /// Notes an event; answers the aggregate Event to update (namespace,
+    /// name, count so far, first timestamp) or `Ok(false)` to record it
+    /// normally, `Ok(true)` to create the aggregate.
+    fn correlate(
+        &self,
+        source: &str,
+        key: String,
+        message: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool, (String, String, i64, String)> {
+        let mut all = self.similar.lock();
+        let per_source = all.entry(source.to_owned()).or_default();
+        if per_source.len() >= AGGREGATE_KEYS && !per_source.contains_key(&key) {
+            per_source.clear();
+        }
+        let s = per_source.entry(key).or_default();
+        let window = chrono::Duration::from_std(AGGREGATE_WINDOW).unwrap_or_default();
+        if s.last.is_some_and(|l| l + window < now) {
+            *s = Similar::default();
+        }
+        s.last = Some(now);
+        if s.messages.len() < AGGREGATE_AFTER {
+            s.messages.insert(message.to_owned());
+        }
+        if s.messages.len() < AGGREGATE_AFTER {
+            return Ok(false);
+        }
+        match &mut s.combined {
+            Some((ns, name, count, first)) => {
+                *count += 1;
+                Err((ns.clone(), name.clone(), *count, first.clone()))
+            }
+            None => Ok(true),
+        }
+    }
+
+    fn remember_combined(&self, source: &str, key: &str, ns: &str, name: &str, first: &str) {
+        if let Some(s) = self
+            .similar
+            .lock()
+            .get_mut(source)
+            .and_then(|m| m.get_mut(key))
+        {
+            s.combined = Some((ns.to_owned(), name.to_owned(), 1, first.to_owned()));
         }
     }
 
@@ -98,8 +183,104 @@ impl Recorder {
             "reportingComponent": component,
             "reportingInstance": host.unwrap_or(""),
         });
+        let source_key = format!("{component}/{}", host.unwrap_or(""));
+        let key = format!(
+            "{}/{ns}/{}/{}/{}/{reason}",
+            involved["kind"].as_str().unwrap_or(""),
+            obj::name(involved),
+            obj::uid(involved),
+            event["type"].as_str().unwrap_or(""),
+        );
+        let mut event = event;
+        match self.correlate(&source_key, key.clone(), &message, now) {
+            Ok(false) => {}
+            Ok(true) => {
+                event["message"] = json!(format!("{COMBINED}{message}"));
+                self.remember_combined(&source_key, &key, ns, obj::name(&event), &ts);
+            }
+            Err((ans, name, count, first)) => {
+                match self.client.get(kinds::EVENT, &ans, &name).await {
+                    Ok(current) => {
+                        let mut next = Arc::unwrap_or_clone(current);
+                        next["count"] = json!(count);
+                        next["lastTimestamp"] = json!(ts);
+                        next["firstTimestamp"] = json!(first);
+                        next["message"] = json!(format!("{COMBINED}{message}"));
+                        if let Err(e) = self.client.update(kinds::EVENT, next).await {
+                            tracing::debug!(error = %e, reason, "event not recorded");
+                        }
+                        return;
+                    }
+                    // Gone (expired or deleted): a new aggregate takes its place.
+                    Err(_) => {
+                        event["message"] = json!(format!("{COMBINED}{message}"));
+                        self.remember_combined(&source_key, &key, ns, obj::name(&event), &ts);
+                    }
+                }
+            }
+        }
         if let Err(e) = self.client.create(kinds::EVENT, event).await {
             tracing::debug!(error = %e, reason, "event not recorded");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controllers::client::MemClient;
+    use kemu_shared::FakeClock;
+
+    #[tokio::test]
+    async fn similar_events_are_combined_after_ten() {
+        let clock = FakeClock::at_epoch();
+        let client = MemClient::new(clock.clone());
+        let recorder = Recorder::new(client.clone(), clock.clone());
+        let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                        "metadata": {"name": "web", "namespace": "default", "uid": "u1"}});
+        for i in 0..12 {
+            recorder
+                .record(
+                    "replicaset-controller",
+                    None,
+                    &rs,
+                    EventKind::Normal,
+                    "SuccessfulCreate",
+                    format!("Created pod: web-{i}"),
+                )
+                .await;
+        }
+        let events = client
+            .list(kinds::EVENT, Some("default"), None)
+            .await
+            .unwrap_or_default();
+        assert_eq!(events.len(), 10);
+        let combined: Vec<_> = events
+            .iter()
+            .filter(|e| e["message"].as_str().unwrap_or("").starts_with(COMBINED))
+            .collect();
+        assert_eq!(combined.len(), 1);
+        assert_eq!(combined[0]["count"], 3);
+        assert_eq!(
+            combined[0]["message"],
+            "(combined from similar events): Created pod: web-11"
+        );
+        // Another reason, or the same after the window, starts afresh.
+        clock.advance(AGGREGATE_WINDOW + Duration::from_secs(1));
+        recorder
+            .record(
+                "replicaset-controller",
+                None,
+                &rs,
+                EventKind::Normal,
+                "SuccessfulCreate",
+                "Created pod: web-12".into(),
+            )
+            .await;
+        let events = client
+            .list(kinds::EVENT, Some("default"), None)
+            .await
+            .unwrap_or_default();
+        assert_eq!(events.len(), 11);
     }
 }

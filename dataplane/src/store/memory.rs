@@ -42,7 +42,10 @@ pub struct StoreLimits {
 impl Default for StoreLimits {
     fn default() -> Self {
         Self {
-            history: 100_000,
+            // Old versions of busy objects dominate memory at scale; a watcher
+            // further behind than this relists after a 410, as against a
+            // kube-apiserver whose watch cache is bounded too.
+            history: 20_000,
             retention: Duration::from_secs(300),
             max_object_bytes: 1_572_864,
             fanout: 8192,
