@@ -6,9 +6,8 @@
 //! `cargo bench -p kemu-dataplane --bench controllers` runs 1,000 and 10,000
 //! replicas (10,000 also with two workers per controller);
 //! `KEMU_BENCH_PODS=100000 KEMU_BENCH_NODES=1000` adds a larger run, and
-//! `KEMU_BENCH_ONLY=1` runs that one alone (RSS is per process: one large run
-//! alone measures it best); `KEMU_BENCH_HISTORY=N` sets the store's watch
-//! history.
+//! `KEMU_BENCH_ONLY=1` runs that one alone; `KEMU_BENCH_HISTORY=N` sets the
+//! store's watch history. Each case runs in a process of its own.
 
 use std::sync::Arc;
 
@@ -112,12 +111,46 @@ async fn run(pods: usize, nodes: usize, workers: usize) -> Row {
     }
 }
 
-fn main() {
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Runs one case in this process and prints its row.
+fn run_case(pods: usize, nodes: usize, workers: usize) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap_or_else(|e| panic!("tokio runtime: {e}"));
+    let row = rt.block_on(run(pods, nodes, workers));
+    println!(
+        "| {} | {} | {} | {:.2} | {:.0} | {:.2} | {:.0} | {} |",
+        row.pods,
+        row.nodes,
+        row.workers,
+        row.secs,
+        row.pods as f64 / row.secs,
+        row.rss_per_1000,
+        peak_rss_mib(),
+        row.objects
+    );
+}
+
+fn main() {
+    // Each case runs in a process of its own, so one case's memory and
+    // leftover work never count against the next.
+    if let Ok(case) = std::env::var("KEMU_BENCH_CASE") {
+        let n: Vec<usize> = case.split(',').filter_map(|x| x.parse().ok()).collect();
+        if let [pods, nodes, workers] = n[..] {
+            run_case(pods, nodes, workers);
+        }
+        return;
+    }
     let mut cases = vec![(1_000, 10, 1), (10_000, 100, 1), (10_000, 100, 2)];
     if std::env::var_os("KEMU_BENCH_ONLY").is_some() {
         cases.clear();
@@ -130,20 +163,15 @@ fn main() {
         cases.push((p, n, 1));
     }
     println!(
-        "| replicas | nodes | workers/controller | to availableReplicas=N (s) | pods/s | RSS growth per 1,000 pods (MiB) | objects stored |"
+        "| replicas | nodes | workers/controller | to availableReplicas=N (s) | pods/s | RSS growth per 1,000 pods (MiB) | peak RSS (MiB) | objects stored |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("bench binary: {e}"));
     for (pods, nodes, workers) in cases {
-        let row = rt.block_on(run(pods, nodes, workers));
-        println!(
-            "| {} | {} | {} | {:.2} | {:.0} | {:.2} | {} |",
-            row.pods,
-            row.nodes,
-            row.workers,
-            row.secs,
-            row.pods as f64 / row.secs,
-            row.rss_per_1000,
-            row.objects
-        );
+        let out = std::process::Command::new(&exe)
+            .env("KEMU_BENCH_CASE", format!("{pods},{nodes},{workers}"))
+            .output()
+            .unwrap_or_else(|e| panic!("bench case: {e}"));
+        print!("{}", String::from_utf8_lossy(&out.stdout));
     }
 }
