@@ -36,6 +36,7 @@ struct Row {
     secs: f64,
     rss_per_1000: f64,
     objects: usize,
+    writes: u64,
 }
 
 async fn run(pods: usize, nodes: usize, workers: usize) -> Row {
@@ -98,6 +99,7 @@ async fn run(pods: usize, nodes: usize, workers: usize) -> Row {
         .iter()
         .map(|r| store.snapshot(r).objects.len())
         .sum();
+    let writes = store.resource_version();
     drop(controllers);
     Row {
         pods,
@@ -108,6 +110,7 @@ async fn run(pods: usize, nodes: usize, workers: usize) -> Row {
             / (pods as f64 / 1000.0)
             / (1024.0 * 1024.0),
         objects,
+        writes,
     }
 }
 
@@ -129,7 +132,7 @@ fn run_case(pods: usize, nodes: usize, workers: usize) {
         .unwrap_or_else(|e| panic!("tokio runtime: {e}"));
     let row = rt.block_on(run(pods, nodes, workers));
     println!(
-        "| {} | {} | {} | {:.2} | {:.0} | {:.2} | {:.0} | {} |",
+        "| {} | {} | {} | {:.2} | {:.0} | {:.2} | {:.0} | {} | {} |",
         row.pods,
         row.nodes,
         row.workers,
@@ -137,7 +140,8 @@ fn run_case(pods: usize, nodes: usize, workers: usize) {
         row.pods as f64 / row.secs,
         row.rss_per_1000,
         peak_rss_mib(),
-        row.objects
+        row.objects,
+        row.writes
     );
 }
 
@@ -163,9 +167,9 @@ fn main() {
         cases.push((p, n, 1));
     }
     println!(
-        "| replicas | nodes | workers/controller | to availableReplicas=N (s) | pods/s | RSS growth per 1,000 pods (MiB) | peak RSS (MiB) | objects stored |"
+        "| replicas | nodes | workers/controller | to availableReplicas=N (s) | pods/s | RSS growth per 1,000 pods (MiB) | peak RSS (MiB) | objects stored | writes |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let exe = std::env::current_exe().unwrap_or_else(|e| panic!("bench binary: {e}"));
     for (pods, nodes, workers) in cases {
         let out = std::process::Command::new(&exe)

@@ -302,7 +302,10 @@ impl Kubelet {
             return Ok(Requeue::No);
         }
         let Some(node) = self.rt.informer(kinds::NODE).get_by("", &node_name) else {
-            return Ok(Requeue::No);
+            // Bound to a Node not (yet) known: look again, as the node's
+            // kubelet would start it once it registers. Resyncs do not wake
+            // the kubelet, so it keeps its own timer.
+            return Ok(Requeue::After(super::runtime::RESYNC));
         };
         let now = self.rt.clock.now();
         let start_time = obj::time_at(&pod, &["status", "startTime"]).unwrap_or(now);
