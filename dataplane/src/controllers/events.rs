@@ -231,6 +231,19 @@ mod tests {
     use crate::controllers::client::MemClient;
     use kemu_shared::FakeClock;
 
+    async fn created_pod(recorder: &Recorder, rs: &Value, i: usize) {
+        recorder
+            .record(
+                "replicaset-controller",
+                None,
+                rs,
+                EventKind::Normal,
+                "SuccessfulCreate",
+                format!("Created pod: web-{i}"),
+            )
+            .await;
+    }
+
     #[tokio::test]
     async fn similar_events_are_combined_after_ten() {
         let clock = FakeClock::at_epoch();
@@ -239,21 +252,10 @@ mod tests {
         let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
                         "metadata": {"name": "web", "namespace": "default", "uid": "u1"}});
         for i in 0..12 {
-            recorder
-                .record(
-                    "replicaset-controller",
-                    None,
-                    &rs,
-                    EventKind::Normal,
-                    "SuccessfulCreate",
-                    format!("Created pod: web-{i}"),
-                )
-                .await;
+            created_pod(&recorder, &rs, i).await;
         }
-        let events = client
-            .list(kinds::EVENT, Some("default"), None)
-            .await
-            .unwrap_or_default();
+        let events = client.list(kinds::EVENT, Some("default"), None).await;
+        let events = events.unwrap_or_default();
         assert_eq!(events.len(), 10);
         let combined: Vec<_> = events
             .iter()
@@ -265,22 +267,9 @@ mod tests {
             combined[0]["message"],
             "(combined from similar events): Created pod: web-11"
         );
-        // Another reason, or the same after the window, starts afresh.
+        // After the window, similar events start afresh.
         clock.advance(AGGREGATE_WINDOW + Duration::from_secs(1));
-        recorder
-            .record(
-                "replicaset-controller",
-                None,
-                &rs,
-                EventKind::Normal,
-                "SuccessfulCreate",
-                "Created pod: web-12".into(),
-            )
-            .await;
-        let events = client
-            .list(kinds::EVENT, Some("default"), None)
-            .await
-            .unwrap_or_default();
-        assert_eq!(events.len(), 11);
+        created_pod(&recorder, &rs, 12).await;
+        assert_eq!(client.count(kinds::EVENT), 11);
     }
 }
