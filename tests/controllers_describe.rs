@@ -7,8 +7,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Sandbox, text, write_kubeconfig};
-use kemu::shared::{ClusterSpec, NodePool, OwnerScope, SystemClock};
+use common::{KubectlCluster, eks_spec_with_pool, text};
+use kemu::shared::SystemClock;
 use kemu::{Clock, FakeClock, Kemu};
 
 fn ok(out: std::process::Output) -> String {
@@ -80,32 +80,12 @@ fn events_of(described: &str) -> &str {
 fn describe_shows_each_workload_kinds_events() {
     // kubectl checks certificates against wall time: the fake clock starts there.
     let clock = FakeClock::new(SystemClock.now());
-    let kemu = Kemu::builder().clock(clock.clone()).build().unwrap();
-    let cluster = kemu
-        .registry()
-        .create(ClusterSpec {
-            scope: OwnerScope::Eks {
-                account: "000000000000".into(),
-                region: "us-east-1".into(),
-            },
-            name: "describe".into(),
-            version: "1.34".into(),
-            node_pools: vec![NodePool {
-                name: "ng".into(),
-                count: 2,
-                machine_type: "m5.large".into(),
-                labels: Default::default(),
-                taints: vec![],
-            }],
-            tags: Default::default(),
-            provisioning: Duration::ZERO,
-            extra: serde_json::Value::Null,
-        })
-        .unwrap();
-    let sandbox = Sandbox::new();
-    let kc = sandbox.path("kubeconfig");
-    write_kubeconfig(&kc, &cluster, cluster.ca.cert_pem(), clock.now());
-    let k = |args: &[&str]| sandbox.kubectl(&kc, args);
+    let c = KubectlCluster::with_kemu(
+        Kemu::builder().clock(clock.clone()).build().unwrap(),
+        eks_spec_with_pool("describe", 2, "m5.large"),
+    );
+    let sandbox = &c.sandbox;
+    let k = |args: &[&str]| c.run(args);
     let manifest = sandbox.path("workloads.yaml");
     std::fs::write(&manifest, WORKLOADS).unwrap();
     ok(k(&["apply", "-f", manifest.to_str().unwrap()]));

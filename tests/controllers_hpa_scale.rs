@@ -7,8 +7,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Sandbox, text, write_kubeconfig};
-use kemu::shared::{ClusterSpec, NodePool, OwnerScope, SystemClock};
+use common::{KubectlCluster, eks_spec_with_pool, text};
+use kemu::shared::SystemClock;
 use kemu::{Clock, FakeClock, Kemu};
 
 fn ok(out: std::process::Output) -> String {
@@ -97,32 +97,12 @@ spec:
 fn hpa_scales_a_custom_resource_through_its_scale_subresource() {
     // kubectl checks certificates against wall time: the fake clock starts there.
     let clock = FakeClock::new(SystemClock.now());
-    let kemu = Kemu::builder().clock(clock.clone()).build().unwrap();
-    let cluster = kemu
-        .registry()
-        .create(ClusterSpec {
-            scope: OwnerScope::Eks {
-                account: "000000000000".into(),
-                region: "us-east-1".into(),
-            },
-            name: "scale".into(),
-            version: "1.34".into(),
-            node_pools: vec![NodePool {
-                name: "ng".into(),
-                count: 2,
-                machine_type: "m5.xlarge".into(),
-                labels: Default::default(),
-                taints: vec![],
-            }],
-            tags: Default::default(),
-            provisioning: Duration::ZERO,
-            extra: serde_json::Value::Null,
-        })
-        .unwrap();
-    let sandbox = Sandbox::new();
-    let kc = sandbox.path("kubeconfig");
-    write_kubeconfig(&kc, &cluster, cluster.ca.cert_pem(), clock.now());
-    let k = |args: &[&str]| sandbox.kubectl(&kc, args);
+    let c = KubectlCluster::with_kemu(
+        Kemu::builder().clock(clock.clone()).build().unwrap(),
+        eks_spec_with_pool("scale", 2, "m5.xlarge"),
+    );
+    let sandbox = &c.sandbox;
+    let k = |args: &[&str]| c.run(args);
     let file = |name: &str, body: &str| {
         let p = sandbox.path(name);
         std::fs::write(&p, body).unwrap();

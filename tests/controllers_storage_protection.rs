@@ -5,11 +5,8 @@
 
 mod common;
 
-use std::time::Duration;
-
-use common::{Sandbox, text, write_kubeconfig};
+use common::{KubectlCluster, eks_spec_with_pool, text};
 use kemu::Kemu;
-use kemu::shared::{ClusterSpec, NodePool, OwnerScope};
 use serde_json::Value;
 
 fn ok(out: std::process::Output) -> String {
@@ -65,32 +62,12 @@ fn finalizers(v: &Value) -> Vec<String> {
 
 #[test]
 fn claims_in_use_and_bound_volumes_wait_for_their_users() {
-    let kemu = Kemu::builder().build().unwrap();
-    let cluster = kemu
-        .registry()
-        .create(ClusterSpec {
-            scope: OwnerScope::Eks {
-                account: "000000000000".into(),
-                region: "us-west-2".into(),
-            },
-            name: "protect".into(),
-            version: "1.34".into(),
-            node_pools: vec![NodePool {
-                name: "pool".into(),
-                count: 1,
-                machine_type: "m5.large".into(),
-                labels: Default::default(),
-                taints: vec![],
-            }],
-            tags: Default::default(),
-            provisioning: Duration::ZERO,
-            extra: Value::Null,
-        })
-        .unwrap();
-    let sandbox = Sandbox::new();
-    let kc = sandbox.path("kubeconfig");
-    write_kubeconfig(&kc, &cluster, cluster.ca.cert_pem(), kemu.clock().now());
-    let k = |args: &[&str]| sandbox.kubectl(&kc, args);
+    let c = KubectlCluster::with_kemu(
+        Kemu::builder().build().unwrap(),
+        eks_spec_with_pool("protect", 1, "m5.large"),
+    );
+    let sandbox = &c.sandbox;
+    let k = |args: &[&str]| c.run(args);
     let json = |args: &[&str]| -> Value {
         let mut all = args.to_vec();
         all.extend(["-o", "json"]);

@@ -81,6 +81,20 @@ pub fn eks_spec(name: &str) -> ClusterSpec {
     }
 }
 
+/// `eks_spec(name)` with one node pool, `ng`, of `count` `machine` Nodes.
+pub fn eks_spec_with_pool(name: &str, count: u32, machine: &str) -> ClusterSpec {
+    ClusterSpec {
+        node_pools: vec![kemu::shared::NodePool {
+            name: "ng".into(),
+            count,
+            machine_type: machine.into(),
+            labels: Default::default(),
+            taints: vec![],
+        }],
+        ..eks_spec(name)
+    }
+}
+
 /// A kubeconfig holding only the server URL, `ca_pem` and a client certificate
 /// for `cluster`, written to `path`.
 pub fn write_kubeconfig(
@@ -160,7 +174,11 @@ pub struct KubectlCluster {
 
 impl KubectlCluster {
     pub fn new(spec: ClusterSpec) -> Self {
-        let kemu = kemu::Kemu::builder().build().unwrap();
+        Self::with_kemu(kemu::Kemu::builder().build().unwrap(), spec)
+    }
+
+    /// The cluster of `spec` on a given kemu (a fake clock's, say).
+    pub fn with_kemu(kemu: kemu::Kemu, spec: ClusterSpec) -> Self {
         let record = kemu.registry().create(spec).unwrap();
         let sandbox = Sandbox::new();
         let kubeconfig = sandbox.path("kubeconfig");
