@@ -7,14 +7,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{KubectlCluster, eks_spec_with_pool, text};
+use common::{KubectlCluster, eks_spec_with_pool, ok};
 use kemu::shared::SystemClock;
 use kemu::{Clock, FakeClock, Kemu};
-
-fn ok(out: std::process::Output) -> String {
-    assert!(out.status.success(), "{}", text(&out));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 const WORKLOADS: &str = r#"
 apiVersion: apps/v1

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Sandbox, text, write_kubeconfig};
+use common::{Sandbox, ok, write_kubeconfig};
 use kemu::Kemu;
 use kemu::shared::{ClusterSpec, NodePool, OwnerScope};
 
@@ -29,11 +29,6 @@ fn cluster_with_nodes(kemu: &Kemu, nodes: u32) -> kemu::shared::ClusterRecord {
             extra: serde_json::Value::Null,
         })
         .unwrap()
-}
-
-fn ok(out: std::process::Output) -> String {
-    assert!(out.status.success(), "{}", text(&out));
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Sandbox, text, write_kubeconfig};
+use common::{Sandbox, ok, text, write_kubeconfig};
 use kemu::Kemu;
 use kemu::shared::{ClusterSpec, OwnerScope};
 use serde_json::Value;
@@ -20,11 +20,6 @@ fn spec(scope: OwnerScope) -> ClusterSpec {
         provisioning: std::time::Duration::ZERO,
         extra: Value::Null,
     }
-}
-
-fn ok(out: std::process::Output) -> String {
-    assert!(out.status.success(), "{}", text(&out));
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn json(out: std::process::Output) -> Value {

@@ -5,15 +5,10 @@
 
 mod common;
 
-use common::{Sandbox, text, write_kubeconfig};
+use common::{Sandbox, ok, write_kubeconfig};
 use kemu::Kemu;
 use kemu::shared::{ClusterSpec, NodePool, OwnerScope};
 use serde_json::Value;
-
-fn ok(out: std::process::Output) -> String {
-    assert!(out.status.success(), "{}", text(&out));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn cluster(kemu: &Kemu, scope: OwnerScope, machine: &str) -> kemu::shared::ClusterRecord {
     kemu.registry()

@@ -5,14 +5,9 @@
 
 mod common;
 
-use common::{KubectlCluster, eks_spec_with_pool, text};
+use common::{KubectlCluster, eks_spec_with_pool, ok};
 use kemu::Kemu;
 use serde_json::Value;
-
-fn ok(out: std::process::Output) -> String {
-    assert!(out.status.success(), "{}", text(&out));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 const CLAIM_AND_POD: &str = r#"
 apiVersion: v1

@@ -161,6 +161,12 @@ pub fn text(out: &Output) -> String {
     )
 }
 
+/// A command's stdout; fails the test (with its stderr) unless it succeeded.
+pub fn ok(out: Output) -> String {
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// A kemu with one cluster made from a spec, and kubectl pointed at it with a
 /// `system:masters` client certificate: what the kubectl tests share.
 pub struct KubectlCluster {
