@@ -4,7 +4,9 @@
 //! `availableReplicas` (Ready for `minReadySeconds`) and `observedGeneration`.
 //!
 //! Per-ReplicaSet Pod counts are kept incrementally from Pod events, so a
-//! reconcile costs O(Pods created or deleted), not O(Pods owned).
+//! reconcile costs O(Pods created or deleted), not O(Pods owned). One sync
+//! creates or deletes at most [`BURST_REPLICAS`] Pods, then writes status and
+//! goes again, as upstream's `burstReplicas` has it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,6 +20,10 @@ use super::obj;
 use super::runtime::{Change, ObjKey, Queue, Reconciler, Registration, Requeue, Runtime};
 
 const COMPONENT: &str = "replicaset-controller";
+
+/// Most Pods created or deleted in one sync, as upstream's `burstReplicas`:
+/// a large ReplicaSet reports its progress between batches.
+pub const BURST_REPLICAS: i64 = 500;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Counts {
@@ -113,8 +119,13 @@ impl ReplicaSetController {
         let want = rs["spec"]["replicas"].as_i64().unwrap_or(1).max(0);
         let have = self.counts(&uid).active;
         let mut failure = None;
+        let more = if have < want {
+            !obj::deleting(&rs) && want - have > BURST_REPLICAS
+        } else {
+            have - want > BURST_REPLICAS
+        };
         if !obj::deleting(&rs) && have < want {
-            for i in 0..(want - have) {
+            for i in 0..(want - have).min(BURST_REPLICAS) {
                 let pod = pod_from_template(&rs);
                 match self.rt.client.create(kinds::POD, pod).await {
                     Ok(created) => {
@@ -154,7 +165,10 @@ impl ReplicaSetController {
             let mut owned: Vec<Arc<Value>> = pods.controlled_by(&uid);
             owned.retain(|p| obj::pod_active(p));
             owned.sort_by_cached_key(|p| deletion_rank(p));
-            for p in owned.iter().take((have - want) as usize) {
+            for p in owned
+                .iter()
+                .take((have - want).min(BURST_REPLICAS) as usize)
+            {
                 match self
                     .rt
                     .client
@@ -189,6 +203,7 @@ impl ReplicaSetController {
         let requeue = self.update_status(&rs, failure.as_ref()).await?;
         match failure {
             Some(e) => Err(e),
+            None if more => Ok(Requeue::After(std::time::Duration::ZERO)),
             None => Ok(requeue),
         }
     }

@@ -1171,3 +1171,20 @@ async fn hpa_scales_a_deployment_from_synthetic_usage_on_the_clock() {
     let d = c.get(kinds::DEPLOYMENT, "default", "web").await;
     assert_eq!(d["spec"]["replicas"], 2, "8 × 10 / 50 = 1.6 → 2");
 }
+
+#[tokio::test]
+async fn replica_sets_create_in_bursts_until_all_pods_exist() {
+    let c = Cluster::new(Duration::ZERO).await;
+    for i in 0..12 {
+        c.node(&format!("node-{i:02}"), "64", json!({}), json!([]))
+            .await;
+    }
+    let n = 2 * super::replicaset::BURST_REPLICAS + 200;
+    c.create(kinds::DEPLOYMENT, deployment("big", n, "nginx", json!({})))
+        .await;
+    assert_eq!(c.pods().len() as i64, n);
+    let rs = c.rs_named("nginx");
+    let rs = rs.as_ref().unwrap();
+    assert_eq!(rs["status"]["replicas"], n);
+    assert_eq!(rs["status"]["readyReplicas"], n);
+}
