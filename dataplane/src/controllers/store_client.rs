@@ -219,20 +219,36 @@ impl StoreClient {
             }
         }
         let mut live = sub.live;
+        let mut seen = sub.backlog.last().map_or(sub.rv, |e| e.rv.max(sub.rv));
+        let store = self.store.clone();
         tokio::spawn(async move {
             loop {
                 match live.recv().await {
-                    Ok(event) if event.key.resource == resource => {
-                        if tx.send(convert(&event)).is_err() {
+                    Ok(event) => {
+                        seen = event.rv;
+                        if event.key.resource == resource && tx.send(convert(&event)).is_err() {
                             return;
                         }
                     }
-                    Ok(_) => {}
-                    // Fell behind or the store is gone: closing the stream
-                    // makes the runtime watch again and reconcile all it is
-                    // sent (level-triggered), so nothing is silently missed.
-                    Err(broadcast::error::RecvError::Lagged(_))
-                    | Err(broadcast::error::RecvError::Closed) => return,
+                    // Fell behind: catch up from the history, as an API
+                    // watcher does.
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        let Ok(sub) = store.watch(&resource, WatchFrom::After(seen)) else {
+                            // Older than the history: closing the stream makes
+                            // the runtime watch again and reconcile all it is
+                            // sent (level-triggered), so nothing is missed.
+                            return;
+                        };
+                        for event in &sub.backlog {
+                            seen = event.rv;
+                            if tx.send(convert(event)).is_err() {
+                                return;
+                            }
+                        }
+                        seen = seen.max(sub.rv);
+                        live = sub.live;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
                 }
             }
         });
@@ -439,5 +455,35 @@ mod tests {
             group_resource(kinds::ENDPOINT_SLICE),
             "endpointslices.discovery.k8s.io"
         );
+    }
+
+    #[tokio::test]
+    async fn a_watcher_that_falls_behind_catches_up_from_the_history() {
+        use crate::store::{MemoryStore, StoreLimits};
+        let limits = StoreLimits {
+            fanout: 16,
+            ..StoreLimits::default()
+        };
+        let store: Arc<dyn Store> =
+            Arc::new(MemoryStore::new(kemu_shared::FakeClock::at_epoch(), limits));
+        let client = StoreClient::new(store, Arc::new(ClusterResources::default()));
+        let mut watch = client.watch(kinds::CONFIG_MAP).await.unwrap();
+        for i in 0..100 {
+            let cm = json!({"metadata": {"name": format!("c{i:03}"), "namespace": "default"}});
+            client.create(kinds::CONFIG_MAP, cm).await.unwrap();
+        }
+        let mut names = Vec::new();
+        while names.len() < 100 {
+            let event = watch.recv().await.expect("the stream stays open");
+            assert_eq!(event.kind, EventType::Added);
+            names.push(
+                event.object["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            );
+        }
+        let expected: Vec<String> = (0..100).map(|i| format!("c{i:03}")).collect();
+        assert_eq!(names, expected);
     }
 }
