@@ -8,6 +8,11 @@ use kemu::persist::{self, Persistence, SyncPolicy};
 use kemu::server::{self, Listeners};
 use kemu::{Config, Kemu};
 
+// glibc's allocator costs a third of the controllers' CPU at scale and
+// fragments across worker threads; a host mounting kemu picks its own.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Log output format.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum LogFormat {

@@ -75,7 +75,56 @@ fn deployments_roll_out_on_the_pool_nodes() {
         assert_eq!(p["status"]["phase"], "Running", "{p}");
         let node = p["spec"]["nodeName"].as_str().unwrap();
         assert!(pool.contains(&node), "{node} not in {pool:?}");
+        // The defaults and admission a real apiserver gives every Pod.
+        let spec = &p["spec"];
+        for (field, want) in [
+            ("restartPolicy", serde_json::json!("Always")),
+            ("dnsPolicy", serde_json::json!("ClusterFirst")),
+            ("schedulerName", serde_json::json!("default-scheduler")),
+            ("terminationGracePeriodSeconds", serde_json::json!(30)),
+            ("enableServiceLinks", serde_json::json!(true)),
+            ("priority", serde_json::json!(0)),
+            ("securityContext", serde_json::json!({})),
+        ] {
+            assert_eq!(spec[field], want, "{field}: {spec}");
+        }
+        assert_eq!(spec["containers"][0]["imagePullPolicy"], "IfNotPresent");
+        assert_eq!(
+            spec["containers"][0]["terminationMessagePath"],
+            "/dev/termination-log"
+        );
+        let tolerated: Vec<&str> = spec["tolerations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["tolerationSeconds"] == 300)
+            .filter_map(|t| t["key"].as_str())
+            .collect();
+        assert_eq!(
+            tolerated,
+            [
+                "node.kubernetes.io/not-ready",
+                "node.kubernetes.io/unreachable"
+            ]
+        );
     }
+    let template = ok(k(&[
+        "get",
+        "deployment",
+        "web",
+        "-o",
+        "jsonpath={.spec.template.spec.restartPolicy} {.spec.template.spec.containers[0].imagePullPolicy}",
+    ]));
+    assert_eq!(template, "Always IfNotPresent");
+    ok(k(&["run", "bare", "--image=busybox", "--restart=Never"]));
+    let bare = ok(k(&[
+        "get",
+        "pod",
+        "bare",
+        "-o",
+        "jsonpath={.spec.restartPolicy} {.spec.containers[0].imagePullPolicy} {.spec.serviceAccountName}",
+    ]));
+    assert_eq!(bare, "Never Always default");
 
     // A new image rolls out as revision 2; undo brings back the first template.
     ok(k(&["set", "image", "deployment/web", "nginx=nginx:1.28"]));

@@ -7,7 +7,9 @@
 //! replicas (10,000 also with two workers per controller);
 //! `KEMU_BENCH_PODS=100000 KEMU_BENCH_NODES=1000` adds a larger run, and
 //! `KEMU_BENCH_ONLY=1` runs that one alone; `KEMU_BENCH_HISTORY=N` sets the
-//! store's watch history. Each case runs in a process of its own.
+//! store's watch history. Each case runs in a process of its own. The image
+//! is pinned, so each Node pulls it once (a `:latest` image would add a
+//! `Pulling` Event per Pod).
 
 use std::sync::Arc;
 
@@ -18,6 +20,10 @@ use kemu_dataplane::resources::ClusterResources;
 use kemu_dataplane::store::{MemoryStore, Store, StoreLimits};
 use kemu_shared::{SharedClock, SystemClock};
 use serde_json::json;
+
+// As the kemu binary: the allocator users run controllers under.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
@@ -83,7 +89,7 @@ async fn run(pods: usize, nodes: usize, workers: usize) -> Row {
             json!({"metadata": {"name": "big", "namespace": "default"},
                    "spec": {"replicas": pods, "selector": {"matchLabels": {"app": "big"}},
                             "template": {"metadata": {"labels": {"app": "big"}},
-                                         "spec": {"containers": [{"name": "c", "image": "nginx",
+                                         "spec": {"containers": [{"name": "c", "image": "nginx:1.27",
                                                   "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}}}}),
         )
         .await

@@ -10,6 +10,8 @@
 //!   (`dryRun`), field validation; one file per concern; the patch types in
 //!   `api/patch/` (JSON, merge, strategic) and field management with
 //!   server-side apply in `api/managedfields/`.
+//! - [`label_selector`]: label selectors in string and object form, one
+//!   matcher for the API, the controllers and authorization.
 //! - [`resources`]: the resource registry: every type served, with its metadata.
 //! - [`store`]: the versioned object store of each cluster, behind a trait;
 //!   what a DELETE does to an object is one pure plan (`store::deletion`).
@@ -40,6 +42,7 @@ pub mod controllers;
 pub mod engine;
 pub mod error;
 pub mod identity;
+pub mod label_selector;
 pub mod listener;
 pub mod metrics;
 pub mod network;

@@ -44,7 +44,7 @@ impl Filter {
         self.namespace
             .as_deref()
             .is_none_or(|ns| object["metadata"]["namespace"].as_str() == Some(ns))
-            && self.labels.matches(object)
+            && self.labels.selects(object)
             && self.fields.matches(object)
     }
 }

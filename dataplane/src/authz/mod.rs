@@ -6,7 +6,6 @@
 //! - [`attributes`]: what a request asks (`authorizer.Attributes`) and the
 //!   HTTP → attributes mapping of upstream's `RequestInfoFactory`.
 //! - [`rules`]: PolicyRule and Subject with upstream's matching helpers.
-//! - [`selector`]: label selectors (ClusterRole aggregation).
 //! - [`source`]: the [`RbacSource`] trait the store implements, an in-memory
 //!   source and a layering of sources.
 //! - [`store_source`]: a cluster's store as an [`RbacSource`], and the
@@ -66,7 +65,6 @@ pub mod networkpolicy;
 pub mod rbac;
 pub mod review;
 pub mod rules;
-pub mod selector;
 pub mod source;
 pub mod store_source;
 

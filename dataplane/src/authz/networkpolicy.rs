@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 use serde_json::{Value, json};
 
-use super::selector;
+use crate::label_selector as selector;
 
 /// One side of a connection: the Pod and its Namespace objects.
 #[derive(Debug, Clone, Copy)]

@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::attributes::Attributes;
 use super::rules::{PolicyRule, Subject, go_quote};
-use super::selector;
 use super::source::RbacSource;
+use crate::label_selector as selector;
 
 /// A rule and the binding it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

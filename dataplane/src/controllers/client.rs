@@ -56,7 +56,7 @@ use thiserror::Error;
 use tokio::sync::mpsc;
 
 use super::obj;
-use super::selector::Selector;
+use crate::label_selector::LabelSelector;
 use crate::resources::{ResourceRegistry, ResourceType, scale};
 
 /// A boxed, sendable future: the trait is object-safe and async.
@@ -325,7 +325,7 @@ pub trait Client: Send + Sync + 'static {
         &'a self,
         kind: Kind,
         namespace: Option<&'a str>,
-        selector: Option<&'a Selector>,
+        selector: Option<&'a LabelSelector>,
     ) -> BoxFuture<'a, Result<Vec<Arc<Value>>>>;
 
     /// Creates `object`; answers it as stored (shared with the store: no
@@ -724,7 +724,7 @@ impl Client for MemClient {
         &'a self,
         kind: Kind,
         namespace: Option<&'a str>,
-        selector: Option<&'a Selector>,
+        selector: Option<&'a LabelSelector>,
     ) -> BoxFuture<'a, Result<Vec<Arc<Value>>>> {
         let state = self.state.lock();
         let out = state
@@ -733,7 +733,7 @@ impl Client for MemClient {
             .map(|b| {
                 b.iter()
                     .filter(|((ns, _), _)| namespace.is_none_or(|n| n == ns))
-                    .filter(|(_, v)| selector.is_none_or(|s| s.matches(obj::labels(v))))
+                    .filter(|(_, v)| selector.is_none_or(|s| s.selects(v)))
                     .map(|(_, v)| v.clone())
                     .collect()
             })

@@ -19,7 +19,7 @@ use super::client::{BoxFuture, ClientError, DeleteOptions, NAME_ALPHABET, kinds}
 use super::events::{EventKind, Recorder};
 use super::obj;
 use super::runtime::{ObjKey, Reconciler, Registration, Requeue, Runtime};
-use super::selector::Selector;
+use crate::label_selector::LabelSelector;
 
 const COMPONENT: &str = "deployment-controller";
 /// The revision annotation on Deployments and their ReplicaSets.
@@ -279,7 +279,8 @@ impl DeploymentController {
             return Ok(Requeue::No);
         };
         let mut d = (*d).clone();
-        let selector = Selector::from_label_selector(&d["spec"]["selector"]).unwrap_or_default();
+        let selector =
+            LabelSelector::from_label_selector(&d["spec"]["selector"]).unwrap_or_default();
         if selector.is_empty() {
             if d["status"]["observedGeneration"] != json!(obj::generation(&d)) {
                 self.recorder
@@ -333,17 +334,14 @@ impl DeploymentController {
 
     /// Upstream's ClaimReplicaSets: ReplicaSets in the namespace with no
     /// controller whose labels the selector matches become this Deployment's.
-    async fn adopt(&self, d: &Value, selector: &Selector) -> Result<Vec<Value>, ClientError> {
+    async fn adopt(&self, d: &Value, selector: &LabelSelector) -> Result<Vec<Value>, ClientError> {
         let mut adopted = Vec::new();
         for rs in self
             .rt
             .informer(kinds::REPLICA_SET)
             .list_namespace(obj::namespace(d))
         {
-            if obj::controller_ref(&rs).is_some()
-                || obj::deleting(&rs)
-                || !selector.matches(obj::labels(&rs))
-            {
+            if obj::controller_ref(&rs).is_some() || obj::deleting(&rs) || !selector.selects(&rs) {
                 continue;
             }
             let mut new = (*rs).clone();

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::client::{BoxFuture, ClientError, Kind, kinds};
 use super::obj;
 use super::runtime::{ObjKey, Reconciler, Registration, Requeue, Runtime};
-use super::selector::Selector;
+use crate::label_selector;
 
 /// How long an eviction stays in `disruptedPods` while its Pod is not gone.
 const DELETION_TIMEOUT_SECS: i64 = 120;
@@ -23,7 +23,7 @@ const DELETION_TIMEOUT_SECS: i64 = 120;
 /// selector picks nothing, an empty one everything).
 pub fn selects(budget: &Value, labels: &Value) -> bool {
     let sel = &budget["spec"]["selector"];
-    !sel.is_null() && Selector::from_label_selector(sel).is_some_and(|s| s.matches(labels))
+    !sel.is_null() && label_selector::matches(sel, labels)
 }
 
 /// An int-or-percent scaled to `total`, rounded up (upstream's

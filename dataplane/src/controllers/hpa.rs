@@ -23,7 +23,7 @@ use super::client::{BoxFuture, ClientError, ScaleTarget, kinds};
 use super::events::{EventKind, Recorder};
 use super::obj;
 use super::runtime::{ObjKey, Reconciler, Registration, Requeue, Runtime};
-use super::selector::Selector;
+use crate::label_selector::LabelSelector;
 use crate::metrics::usage::{self, Overrides};
 
 const COMPONENT: &str = "horizontal-pod-autoscaler";
@@ -300,7 +300,7 @@ impl HpaController {
         let selector = scale["status"]["selector"]
             .as_str()
             .filter(|s| !s.is_empty())
-            .and_then(Selector::parse);
+            .and_then(|s| LabelSelector::parse(s).ok());
         let Some(selector) = selector else {
             let msg = "the HPA target's scale is missing a selector".to_owned();
             obj::set_condition(
@@ -326,9 +326,7 @@ impl HpaController {
             .informer(kinds::POD)
             .list_namespace(&key.namespace)
             .into_iter()
-            .filter(|p| {
-                selector.matches(obj::labels(p)) && !obj::deleting(p) && !obj::pod_terminal(p)
-            })
+            .filter(|p| selector.selects(p) && !obj::deleting(p) && !obj::pod_terminal(p))
             .collect();
         let mut proposal: Option<(i64, String)> = None;
         let mut current_metrics = Vec::new();

@@ -10,7 +10,7 @@
 //!   [`store_admission`]: the admission of what controllers create.
 //! - [`runtime`]: shared informers, work queues, clock timers, the
 //!   [`Reconciler`](runtime::Reconciler) trait.
-//! - [`obj`], [`selector`]: reading JSON objects; label selectors.
+//! - [`obj`]: reading JSON objects.
 //! - [`events`]: core/v1 Events with upstream reasons.
 //! - [`deployment`], [`replicaset`]: Deployment → ReplicaSet → Pod.
 //! - [`scheduler`]: binds Pods to Nodes.
@@ -55,7 +55,6 @@ pub mod replicaset;
 pub mod runtime;
 pub mod sa_tokens;
 pub mod scheduler;
-pub mod selector;
 pub mod service;
 pub mod statefulset;
 pub mod storage_protection;

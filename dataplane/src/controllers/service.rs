@@ -17,17 +17,17 @@ use serde_json::{Value, json};
 use super::client::{BoxFuture, ClientError, DeleteOptions, kinds};
 use super::obj;
 use super::runtime::{ObjKey, Reconciler, Registration, Requeue, Runtime};
-use super::selector::Selector;
+use crate::label_selector::LabelSelector;
 
 const MAX_PER_SLICE: usize = 100;
 const MANAGED_BY: &str = "endpointslice-controller.k8s.io";
 
-fn selector(svc: &Value) -> Option<Selector> {
+fn selector(svc: &Value) -> Option<LabelSelector> {
     let sel = svc["spec"]["selector"].as_object()?;
     if sel.is_empty() {
         return None;
     }
-    Selector::from_label_selector(&json!({"matchLabels": sel}))
+    LabelSelector::from_label_selector(&json!({"matchLabels": sel}))
 }
 
 /// The port a Service port reaches on `pod`.
@@ -61,8 +61,7 @@ impl EndpointSliceController {
             let ns = obj::namespace(&c.new);
             for svc in svcs.list_namespace(ns) {
                 let Some(sel) = selector(&svc) else { continue };
-                let hit = sel.matches(obj::labels(&c.new))
-                    || c.old.as_ref().is_some_and(|o| sel.matches(obj::labels(o)));
+                let hit = sel.selects(&c.new) || c.old.as_ref().is_some_and(|o| sel.selects(o));
                 if hit {
                     q.add(ObjKey::of(&svc));
                 }
@@ -105,9 +104,7 @@ impl EndpointSliceController {
             .list_namespace(&key.namespace)
             .into_iter()
             .filter(|p| {
-                sel.matches(obj::labels(p))
-                    && !obj::pod_terminal(p)
-                    && p["status"]["podIP"].as_str().is_some()
+                sel.selects(p) && !obj::pod_terminal(p) && p["status"]["podIP"].as_str().is_some()
             })
             .collect();
         pods.sort_by(|a, b| obj::name(a).cmp(obj::name(b)));

@@ -16,17 +16,17 @@ use super::client::{
     BoxFuture, Client, ClientError, DeleteOptions, EventType, Kind, Propagation, Result,
     ScaleTarget, WatchEvent, WatchStream,
 };
-use super::selector::Selector;
 use crate::api::request;
 use crate::authz::admission::storage_protection;
 use crate::error::ApiError;
+use crate::label_selector::LabelSelector;
 use crate::resources::{ClusterResources, ResourceType, scale};
 use crate::store::deletion::Propagation as StorePropagation;
 use crate::store::{
     DeleteOptions as StoreDeleteOptions, Deleted, EventKind, ObjectKey, Preconditions, Store,
     WatchFrom,
 };
-use crate::strategy::workloads;
+use crate::strategy::{pods, workloads};
 
 /// One cluster's store, as the controllers reach it.
 #[derive(Debug, Clone)]
@@ -89,6 +89,9 @@ impl StoreClient {
         // (a Job of a CronJob, a claim of a StatefulSet, a provisioned volume).
         if let Some(spec) = object.get_mut("spec") {
             workloads::default_spec(kind.kind, spec);
+        }
+        if kind.kind == "Pod" {
+            pods::default_pod(&mut object);
         }
         if kind.api_version == "v1"
             && let Some(f) = storage_protection::finalizer_of("", kind.plural)
@@ -259,13 +262,13 @@ impl StoreClient {
         &self,
         kind: Kind,
         namespace: Option<&str>,
-        selector: Option<&Selector>,
+        selector: Option<&LabelSelector>,
     ) -> Vec<Arc<Value>> {
         let snapshot = self.store.snapshot(&group_resource(kind));
         let namespace = namespace.filter(|_| kind.namespaced);
         snapshot
             .iter(namespace, None)
-            .filter(|(_, o)| selector.is_none_or(|s| s.matches(&o["metadata"]["labels"])))
+            .filter(|(_, o)| selector.is_none_or(|s| s.selects(o)))
             .map(|(_, o)| o.clone())
             .collect()
     }
@@ -320,7 +323,7 @@ impl Client for StoreClient {
         &'a self,
         kind: Kind,
         namespace: Option<&'a str>,
-        selector: Option<&'a Selector>,
+        selector: Option<&'a LabelSelector>,
     ) -> BoxFuture<'a, Result<Vec<Arc<Value>>>> {
         Box::pin(async move { Ok(self.list_now(kind, namespace, selector)) })
     }

@@ -150,7 +150,7 @@ pub async fn dispatch(
                 .filter(|p| usage::reported(p))
                 .filter(|p| name.as_deref().is_none_or(|n| n == obj::name(p)));
             let items: Vec<Value> = pods
-                .filter(|p| labels.matches(p) && fields.matches(p))
+                .filter(|p| labels.selects(p) && fields.matches(p))
                 .map(|p| pod_metrics(store, p, &ts))
                 .collect();
             if let Some(n) = &name
@@ -179,7 +179,7 @@ pub async fn dispatch(
                 .iter(None, None)
                 .map(|(_, n)| n)
                 .filter(|n| name.as_deref().is_none_or(|want| want == obj::name(n)))
-                .filter(|n| labels.matches(n) && fields.matches(n))
+                .filter(|n| labels.selects(n) && fields.matches(n))
                 .map(|n| {
                     let pods = per_node.get(obj::name(n)).copied();
                     node_metrics(n, usage::node(pods.into_iter()), &ts)

@@ -6,9 +6,11 @@
 //!
 //! # Layout
 //!
+//! - [`pods`]: Pod and pod template defaults.
 //! - [`service`]: Service defaults, ClusterIP and NodePort allocation.
 //! - [`workloads`]: the apps/v1 and batch/v1 workloads' defaults.
 
+pub mod pods;
 pub mod service;
 pub mod workloads;
 
@@ -57,15 +59,46 @@ pub trait Strategy: Sync {
     }
 }
 
+/// A strategy that only fills defaults: the same function on create and on
+/// update, given the kind and the whole object.
+#[derive(Debug)]
+pub struct Defaults(pub fn(kind: &str, object: &mut Value));
+
+impl Strategy for Defaults {
+    fn prepare_create(
+        &self,
+        _ctx: &Context<'_>,
+        rt: &ResourceType,
+        _name: &str,
+        object: &mut Value,
+    ) -> Result<(), ApiError> {
+        (self.0)(&rt.kind, object);
+        Ok(())
+    }
+
+    fn prepare_update(
+        &self,
+        _ctx: &Context<'_>,
+        rt: &ResourceType,
+        _old: &Value,
+        new: &mut Value,
+    ) -> Result<(), ApiError> {
+        (self.0)(&rt.kind, new);
+        Ok(())
+    }
+}
+
 /// (group, kind) → strategy.
 static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
     ("", "Service", &service::ServiceStrategy),
-    ("apps", "Deployment", &workloads::WorkloadDefaults),
-    ("apps", "StatefulSet", &workloads::WorkloadDefaults),
-    ("apps", "DaemonSet", &workloads::WorkloadDefaults),
-    ("apps", "ReplicaSet", &workloads::WorkloadDefaults),
-    ("batch", "Job", &workloads::WorkloadDefaults),
-    ("batch", "CronJob", &workloads::WorkloadDefaults),
+    ("", "Pod", &Defaults(pods::default_object)),
+    ("", "PodTemplate", &Defaults(pods::default_object)),
+    ("apps", "Deployment", &Defaults(workloads::default_object)),
+    ("apps", "StatefulSet", &Defaults(workloads::default_object)),
+    ("apps", "DaemonSet", &Defaults(workloads::default_object)),
+    ("apps", "ReplicaSet", &Defaults(workloads::default_object)),
+    ("batch", "Job", &Defaults(workloads::default_object)),
+    ("batch", "CronJob", &Defaults(workloads::default_object)),
 ];
 
 fn strategy(rt: &ResourceType) -> Option<&'static dyn Strategy> {

@@ -6,18 +6,13 @@
 //! DaemonSet (`RollingUpdate`, one unavailable, no surge), ReplicaSet
 //! (`replicas`), Job (`parallelism`, `completions`, `backoffLimit`,
 //! `completionMode`, `suspend`, `podReplacementPolicy`) and CronJob
-//! (`concurrencyPolicy`, `suspend`, history limits). `kubectl rollout status`
-//! and `describe` read them.
+//! (`concurrencyPolicy`, `suspend`, history limits), and their pod
+//! templates' defaults ([`super::pods`]). `kubectl rollout status` and
+//! `describe` read them.
 
 use serde_json::{Value, json};
 
-use super::{Context, Strategy};
-use crate::error::ApiError;
-use crate::resources::ResourceType;
-
-/// The workloads' defaulting strategy.
-#[derive(Debug)]
-pub struct WorkloadDefaults;
+use super::pods;
 
 fn set_default(v: &mut Value, field: &str, value: Value) {
     if v.is_object() && v[field].is_null() {
@@ -96,33 +91,19 @@ pub fn default_spec(kind: &str, spec: &mut Value) {
         }
         _ => {}
     }
+    let template = match kind {
+        "CronJob" => "/jobTemplate/spec/template/spec",
+        _ => "/template/spec",
+    };
+    if let Some(pod_spec) = spec.pointer_mut(template) {
+        pods::default_pod_spec(pod_spec);
+    }
 }
 
-impl Strategy for WorkloadDefaults {
-    fn prepare_create(
-        &self,
-        _ctx: &Context<'_>,
-        rt: &ResourceType,
-        _name: &str,
-        object: &mut Value,
-    ) -> Result<(), ApiError> {
-        if let Some(spec) = object.get_mut("spec") {
-            default_spec(&rt.kind, spec);
-        }
-        Ok(())
-    }
-
-    fn prepare_update(
-        &self,
-        _ctx: &Context<'_>,
-        rt: &ResourceType,
-        _old: &Value,
-        new: &mut Value,
-    ) -> Result<(), ApiError> {
-        if let Some(spec) = new.get_mut("spec") {
-            default_spec(&rt.kind, spec);
-        }
-        Ok(())
+/// Fills the spec of a workload object of `kind`.
+pub fn default_object(kind: &str, object: &mut Value) {
+    if let Some(spec) = object.get_mut("spec") {
+        default_spec(kind, spec);
     }
 }
 

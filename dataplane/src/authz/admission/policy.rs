@@ -265,7 +265,7 @@ fn params_of(
     } else {
         let selector = reference.get("selector").cloned().unwrap_or(json!({}));
         objects.retain(|o| {
-            crate::authz::selector::matches(
+            crate::label_selector::matches(
                 &selector,
                 o.pointer("/metadata/labels").unwrap_or(&json!({})),
             )

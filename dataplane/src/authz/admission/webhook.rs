@@ -12,7 +12,7 @@ use kemu_shared::UserInfo;
 use serde_json::{Value, json};
 
 use super::jsonpatch;
-use crate::authz::selector;
+use crate::label_selector as selector;
 
 /// The Service annotation giving the base URL a `service` reference resolves to.
 pub const ENDPOINT_ANNOTATION: &str = "kemu.dev/endpoint-url";
