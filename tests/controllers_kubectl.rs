@@ -88,6 +88,13 @@ fn deployments_roll_out_on_the_pool_nodes() {
         ] {
             assert_eq!(spec[field], want, "{field}: {spec}");
         }
+        assert_eq!(spec["serviceAccountName"], "default");
+        let token_volume = spec["volumes"][0]["name"].as_str().unwrap_or_default();
+        assert!(token_volume.starts_with("kube-api-access-"), "{spec}");
+        assert_eq!(
+            spec["containers"][0]["volumeMounts"][0]["mountPath"],
+            "/var/run/secrets/kubernetes.io/serviceaccount"
+        );
         assert_eq!(spec["containers"][0]["imagePullPolicy"], "IfNotPresent");
         assert_eq!(
             spec["containers"][0]["terminationMessagePath"],

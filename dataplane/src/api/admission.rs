@@ -62,8 +62,8 @@ pub struct Admission<'a> {
     /// Where the webhooks' warnings go (the response's `Warning` headers).
     pub warnings: &'a Mutex<Vec<String>>,
     /// A workload controller's create: the ServiceAccount plugin is left
-    /// out, since kemu's controller-made Pods carry no token volume either
-    /// way (no containers run to read it).
+    /// out here, having run already without waiting for a missing account
+    /// (`controllers::store_admission::admit_service_account`).
     pub from_controller: bool,
 }
 

@@ -8,7 +8,12 @@
 //! defaults apply, ResourceQuota refuses, webhooks and admission policies see
 //! them.
 //!
-//! Rollouts of thousands of Pods stay fast: a create is admitted only when
+//! Every Pod a controller creates gets ServiceAccount admission
+//! ([`admit_service_account`]): its account, by default `default`, and the
+//! `kube-api-access-*` token volume; a Pod whose account does not exist yet is
+//! refused, as upstream refuses it, and its controller retries.
+//!
+//! Rollouts of thousands of Pods stay fast: the rest of the chain runs only when
 //! something could act on it ([`anything_to_admit`]: a LimitRange or
 //! ResourceQuota in its namespace, a webhook configuration or admission
 //! policy binding in the cluster), read from the store's shared snapshots.
@@ -22,10 +27,13 @@ use serde_json::{Value, json};
 use super::client::Kind;
 use crate::api::admission::Admission;
 use crate::authz::Mode;
-use crate::authz::admission::Operation;
+use crate::authz::admission::{Operation, serviceaccount};
 use crate::error::ApiError;
 use crate::resources::ClusterResources;
-use crate::store::Store;
+use crate::store::{ObjectKey, Store};
+
+/// The group-resource of ServiceAccounts.
+const SERVICE_ACCOUNTS: &str = "serviceaccounts";
 
 /// Namespaced objects that make a create in their namespace worth admitting.
 const NAMESPACED: [&str; 2] = ["limitranges", "resourcequotas"];
@@ -78,6 +86,27 @@ pub fn anything_to_admit(store: &dyn Store, namespace: &str) -> bool {
         |resource: &str, ns: Option<&str>| store.snapshot(resource).iter(ns, None).next().is_some();
     (!namespace.is_empty() && NAMESPACED.iter().any(|r| any(r, Some(namespace))))
         || CLUSTER_WIDE.iter().any(|r| any(r, None))
+}
+
+/// ServiceAccount admission of a Pod a controller creates. Unlike the API
+/// path, a missing `default` account is not waited for: the controller's
+/// retry is the wait.
+pub fn admit_service_account(store: &dyn Store, pod: &mut Value) -> Result<(), ApiError> {
+    let namespace = pod["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let wanted = pod["spec"]["serviceAccountName"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+        .unwrap_or("default")
+        .to_owned();
+    let account = store
+        .get(&ObjectKey::new(SERVICE_ACCOUNTS, &namespace, &wanted))
+        .map(|a| (*a).clone());
+    let suffix = crate::api::resource::random_suffix();
+    serviceaccount::admit_pod(pod, &namespace, |_| account, &suffix)?;
+    Ok(())
 }
 
 /// Admits the create of `object` (of `kind`) by the controller `account`:
@@ -138,7 +167,7 @@ pub async fn admit_create(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{MemoryStore, ObjectKey};
+    use crate::store::MemoryStore;
 
     fn owned_by(api_version: &str, kind: &str) -> Value {
         json!({"metadata": {"ownerReferences": [

@@ -330,6 +330,11 @@ impl Client for StoreClient {
 
     fn create(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Arc<Value>>> {
         Box::pin(async move {
+            let mut object = object;
+            if kind.kind == "Pod" && super::store_admission::creator(&object).is_some() {
+                super::store_admission::admit_service_account(self.store.as_ref(), &mut object)
+                    .map_err(client_error)?;
+            }
             let object = match super::store_admission::creator(&object) {
                 Some(account)
                     if super::store_admission::anything_to_admit(
