@@ -1,7 +1,8 @@
 //! What users look at on a healthy cluster, with real kubectl: `top pods` and
 //! `top nodes` from the synthetic metrics, a HorizontalPodAutoscaler scaling a
 //! Deployment when the fake clock passes its sync period, `describe pod`
-//! showing the scheduler's and kubelet's Events, and `kubectl events`.
+//! showing the scheduler's and kubelet's Events, `kubectl events`, and the
+//! Events expiring an hour later.
 
 mod common;
 
@@ -140,4 +141,32 @@ fn top_hpa_describe_and_events() {
     // Node Leases are renewed on the clock.
     let leases = ok(k(&["get", "leases", "-n", "kube-node-lease"]));
     assert_eq!(leases.lines().count(), 3, "{leases}");
+
+    // An hour after they were last recorded, Events expire (kube-apiserver's
+    // --event-ttl): the Pod's are gone, and describe shows none.
+    let pods_events = format!("involvedObject.name={pod}");
+    let before = ok(k(&[
+        "get",
+        "events",
+        "--field-selector",
+        &pods_events,
+        "-o",
+        "name",
+    ]));
+    assert!(!before.is_empty(), "the Pod has Events before the hour");
+    clock.advance(Duration::from_secs(3601));
+    ok(k(&[
+        "wait",
+        "--for=delete",
+        "events",
+        "--field-selector",
+        &pods_events,
+        "--timeout=60s",
+    ]));
+    let described = ok(k(&["describe", "pod", &pod]));
+    let events_line = described.lines().find(|l| l.starts_with("Events:"));
+    assert!(
+        events_line.is_some_and(|l| l.ends_with("<none>")),
+        "{described}"
+    );
 }

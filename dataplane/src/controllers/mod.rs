@@ -28,6 +28,7 @@
 //! - [`quota`]: ResourceQuota `status.used`.
 //! - [`disruption`]: PodDisruptionBudget status, which evictions honour.
 //! - [`sa_tokens`]: legacy ServiceAccount token Secrets.
+//! - [`event_ttl`]: Events expire an hour after they were last recorded.
 //! - [`hpa`]: HorizontalPodAutoscalers scaling `/scale` targets from the
 //!   synthetic metrics.
 //! - [`gc`]: garbage collection by ownerReferences; [`namespace`]: Namespace
@@ -41,6 +42,7 @@ pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
+pub mod event_ttl;
 pub mod events;
 pub mod gc;
 pub mod heartbeat;
@@ -66,6 +68,7 @@ pub mod volume;
 pub mod volume_binding;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use kemu_shared::SharedClock;
 
@@ -95,6 +98,9 @@ pub struct ControllerConfig {
     /// The cluster's custom types, changed by the CRD controller (it runs
     /// only when set).
     pub custom_types: Option<Arc<dyn crd::CustomTypes>>,
+    /// How long an Event lives after it was last recorded (kube-apiserver's
+    /// `--event-ttl`).
+    pub event_ttl: Duration,
 }
 
 impl Default for ControllerConfig {
@@ -107,12 +113,13 @@ impl Default for ControllerConfig {
             provisioner: Provisioner::generic(),
             sa_key: None,
             custom_types: None,
+            event_ttl: event_ttl::DEFAULT_TTL,
         }
     }
 }
 
 /// Every kind the built-in controllers watch.
-pub const WATCHED: [Kind; 21] = [
+pub const WATCHED: [Kind; 22] = [
     kinds::POD,
     kinds::NODE,
     kinds::NAMESPACE,
@@ -134,6 +141,7 @@ pub const WATCHED: [Kind; 21] = [
     kinds::POD_DISRUPTION_BUDGET,
     kinds::CRD,
     kinds::HPA,
+    kinds::EVENT,
 ];
 
 /// The running controllers of one cluster; dropping it stops them.
@@ -187,6 +195,7 @@ impl Controllers {
         if let Some(host) = config.custom_types.clone() {
             regs.push(crd::CrdController::register(&rt, host));
         }
+        regs.push(event_ttl::EventTtl::register(&rt, config.event_ttl));
         regs.extend(gc::GarbageCollector::register(&rt));
         rt.start(regs, config.workers);
         Self { runtime: rt }

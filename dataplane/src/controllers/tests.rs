@@ -1188,3 +1188,38 @@ async fn replica_sets_create_in_bursts_until_all_pods_exist() {
     assert_eq!(rs["status"]["replicas"], n);
     assert_eq!(rs["status"]["readyReplicas"], n);
 }
+
+#[tokio::test]
+async fn events_expire_an_hour_after_they_were_last_recorded() {
+    let c = Cluster::new(Duration::ZERO).await;
+    c.node("node-a", "8", json!({}), json!([])).await;
+    c.create(
+        kinds::DEPLOYMENT,
+        deployment("web", 2, "nginx:1", json!({"type": "Recreate"})),
+    )
+    .await;
+    let names = |c: &Cluster| -> Vec<String> {
+        c.client
+            .all(kinds::EVENT)
+            .iter()
+            .map(|e| obj::name(e).to_owned())
+            .collect()
+    };
+    let recorded = names(&c);
+    assert!(
+        !c.events("Scheduled").is_empty() && !c.events("ScalingReplicaSet").is_empty(),
+        "{recorded:?}"
+    );
+    c.advance(3599).await;
+    let kept = names(&c);
+    assert!(
+        recorded.iter().all(|n| kept.contains(n)),
+        "kept for the hour"
+    );
+    c.advance(2).await;
+    let left = names(&c);
+    assert!(
+        recorded.iter().all(|n| !left.contains(n)),
+        "expired after the hour: {left:?}"
+    );
+}

@@ -1,0 +1,120 @@
+//! Events expire, as kube-apiserver's `--event-ttl` (one hour by default)
+//! makes them: etcd drops an Event when the lease of its last write runs out,
+//! so watchers see it deleted and `kubectl get events` and `describe` stop
+//! showing it. Without this a long-running cluster would keep every Event
+//! it ever recorded.
+//!
+//! The lease is read from the Event itself: it runs from the latest of its
+//! creation and its last recorded occurrence (`lastTimestamp`, `eventTime`,
+//! `series.lastObservedTime`), which every recorder write moves.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::client::{BoxFuture, ClientError, DeleteOptions, EventType, kinds};
+use super::obj;
+use super::runtime::{ObjKey, Reconciler, Registration, Requeue, Runtime};
+
+/// kube-apiserver's default `--event-ttl`.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
+
+/// When `event` was last recorded, as far as it says.
+fn last_recorded(event: &Value) -> Option<DateTime<Utc>> {
+    [
+        &["metadata", "creationTimestamp"][..],
+        &["lastTimestamp"],
+        &["eventTime"],
+        &["series", "lastObservedTime"],
+    ]
+    .iter()
+    .filter_map(|path| obj::time_at(event, path))
+    .max()
+}
+
+/// The controller deleting expired Events.
+pub struct EventTtl {
+    rt: Arc<Runtime>,
+    ttl: chrono::Duration,
+}
+
+impl EventTtl {
+    /// Wires the controller to the Event informer; Events live `ttl` after
+    /// they were last recorded.
+    pub fn register(rt: &Arc<Runtime>, ttl: Duration) -> Registration {
+        let queue = rt.queue("event-ttl");
+        let q = queue.clone();
+        rt.informer(kinds::EVENT).on_change(move |c| {
+            if c.kind != EventType::Deleted && !c.is_resync() {
+                q.add(ObjKey::of(&c.new));
+            }
+        });
+        Registration {
+            name: "event-ttl",
+            queue,
+            reconciler: Arc::new(Self {
+                rt: rt.clone(),
+                ttl: chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::MAX),
+            }),
+        }
+    }
+
+    async fn sync(&self, key: &ObjKey) -> Result<Requeue, ClientError> {
+        let informer = self.rt.informer(kinds::EVENT);
+        let Some(event) = informer.get(key) else {
+            return Ok(Requeue::No);
+        };
+        let now = self.rt.clock.now();
+        let expires = last_recorded(&event)
+            .unwrap_or(now)
+            .checked_add_signed(self.ttl)
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
+        if expires > now {
+            return Ok(Requeue::After(obj::to_std(expires - now)));
+        }
+        let options = DeleteOptions {
+            uid: Some(obj::uid(&event).to_owned()),
+            ..DeleteOptions::default()
+        };
+        match self
+            .rt
+            .client
+            .delete(kinds::EVENT, &key.namespace, &key.name, options)
+            .await
+        {
+            Ok(_) | Err(ClientError::NotFound(_)) => Ok(Requeue::No),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Reconciler for EventTtl {
+    fn reconcile<'a>(&'a self, key: &'a ObjKey) -> BoxFuture<'a, Result<Requeue, ClientError>> {
+        Box::pin(self.sync(key))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_lease_runs_from_the_last_occurrence() {
+        let e = json!({"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"},
+            "lastTimestamp": "2026-01-01T00:10:00Z",
+            "series": {"lastObservedTime": "2026-01-01T00:20:00.000000Z"}});
+        assert_eq!(
+            last_recorded(&e),
+            obj::parse_time("2026-01-01T00:20:00Z"),
+            "the series' last observation is the latest"
+        );
+        let created = json!({"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"}});
+        assert_eq!(
+            last_recorded(&created),
+            obj::parse_time("2026-01-01T00:00:00Z")
+        );
+    }
+}
