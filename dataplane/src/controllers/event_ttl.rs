@@ -4,9 +4,10 @@
 //! showing it. Without this a long-running cluster would keep every Event
 //! it ever recorded.
 //!
-//! The lease is read from the Event itself: it runs from the latest of its
-//! creation and its last recorded occurrence (`lastTimestamp`, `eventTime`,
-//! `series.lastObservedTime`), which every recorder write moves.
+//! Each write of an Event is looked at again once its lease would end; the
+//! Event is then deleted unless it says it was recorded since (its creation,
+//! `lastTimestamp`, `eventTime` or `series.lastObservedTime`, which every
+//! recorder write moves).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,10 +46,13 @@ impl EventTtl {
     /// they were last recorded.
     pub fn register(rt: &Arc<Runtime>, ttl: Duration) -> Registration {
         let queue = rt.queue("event-ttl");
-        let q = queue.clone();
+        // Each write starts a new lease: look at the Event when it would end.
+        // Timed from the write, not queued now, since hundreds of thousands
+        // of Events are written during a large rollout.
+        let (q, timers) = (queue.clone(), rt.timers.clone());
         rt.informer(kinds::EVENT).on_change(move |c| {
             if c.kind != EventType::Deleted && !c.is_resync() {
-                q.add(ObjKey::of(&c.new));
+                timers.add_after(ttl, &q, ObjKey::of(&c.new));
             }
         });
         Registration {

@@ -76,6 +76,10 @@ pub struct MemoryStore {
     /// closed, which ends every watch on it.
     events: RwLock<HashMap<String, broadcast::Sender<Arc<Event>>>>,
     sink: RwLock<Option<Arc<dyn EventSink>>>,
+    /// Events just dropped from the history, freed by the next writer before
+    /// it takes the lock: freeing an old Pod's versions is the costliest part
+    /// of a busy store's compaction and needs no lock.
+    evicted: parking_lot::Mutex<Vec<Arc<Event>>>,
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -148,6 +152,7 @@ impl MemoryStore {
             limits,
             state: RwLock::new(State::default()),
             sink: RwLock::new(None),
+            evicted: parking_lot::Mutex::default(),
         };
         for ns in INITIAL_NAMESPACES {
             let key = ObjectKey::new(NAMESPACES, "", ns);
@@ -174,6 +179,7 @@ impl MemoryStore {
                 snapshots: VecDeque::new(),
             }),
             sink: RwLock::new(None),
+            evicted: parking_lot::Mutex::default(),
         };
         {
             let mut st = store.state.write();
@@ -273,12 +279,21 @@ impl MemoryStore {
         object
     }
 
+    /// The state, locked for a write, once what the last writes evicted is
+    /// freed.
+    fn write(&self) -> parking_lot::RwLockWriteGuard<'_, State> {
+        drop(std::mem::take(&mut *self.evicted.lock()));
+        self.state.write()
+    }
+
     fn compact(&self, st: &mut State, now: DateTime<Utc>) {
         let horizon = now - chrono::Duration::from_std(self.limits.retention).unwrap_or_default();
         while let Some((at, ev)) = st.history.front() {
             if st.history.len() > self.limits.history || *at < horizon {
                 st.compacted = ev.rv;
-                st.history.pop_front();
+                if let Some((_, ev)) = st.history.pop_front() {
+                    self.evicted.lock().push(ev);
+                }
             } else {
                 break;
             }
@@ -405,7 +420,7 @@ impl Store for MemoryStore {
     }
 
     fn snapshot_at(&self, resource: &str, rv: u64) -> Result<Snapshot, ApiError> {
-        let mut st = self.state.write();
+        let mut st = self.write();
         self.compact(&mut st, self.now());
         if let Some((_, _, s)) = st
             .snapshots
@@ -432,7 +447,7 @@ impl Store for MemoryStore {
     }
 
     fn retain_snapshot(&self, resource: &str, snapshot: &Snapshot) {
-        let mut st = self.state.write();
+        let mut st = self.write();
         if st
             .snapshots
             .iter()
@@ -480,7 +495,7 @@ impl Store for MemoryStore {
             object["status"] = json!({"phase": "Active"});
         }
         self.check_size(key, &object)?;
-        let mut st = self.state.write();
+        let mut st = self.write();
         if !key.namespace.is_empty()
             && !st
                 .resources
@@ -509,7 +524,7 @@ impl Store for MemoryStore {
         mut object: Value,
         pre: &Preconditions,
     ) -> Result<Object, ApiError> {
-        let mut st = self.state.write();
+        let mut st = self.write();
         let current = st
             .resources
             .get(&key.resource)
@@ -602,12 +617,12 @@ impl Store for MemoryStore {
         strategy: &DeleteStrategy,
         opts: &DeleteOptions,
     ) -> Result<Deleted, ApiError> {
-        let mut st = self.state.write();
+        let mut st = self.write();
         self.delete_locked(&mut st, key, strategy, opts)
     }
 
     fn watch(&self, resource: &str, from: WatchFrom) -> Result<Subscription, ApiError> {
-        let mut st = self.state.write();
+        let mut st = self.write();
         self.compact(&mut st, self.now());
         let live = self
             .events
