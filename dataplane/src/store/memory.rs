@@ -282,7 +282,9 @@ impl MemoryStore {
     /// The state, locked for a write, once what the last writes evicted is
     /// freed.
     fn write(&self) -> parking_lot::RwLockWriteGuard<'_, State> {
-        drop(std::mem::take(&mut *self.evicted.lock()));
+        // Taken first, so the evicted list's lock is not held while freeing.
+        let evicted = std::mem::take(&mut *self.evicted.lock());
+        drop(evicted);
         self.state.write()
     }
 
