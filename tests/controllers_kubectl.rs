@@ -4,41 +4,12 @@
 
 mod common;
 
-use common::{Sandbox, ok, write_kubeconfig};
-use kemu::Kemu;
-use kemu::shared::{ClusterSpec, NodePool, OwnerScope};
-
-fn cluster_with_nodes(kemu: &Kemu, nodes: u32) -> kemu::shared::ClusterRecord {
-    kemu.registry()
-        .create(ClusterSpec {
-            scope: OwnerScope::Eks {
-                account: "000000000000".into(),
-                region: "us-east-1".into(),
-            },
-            name: "work".into(),
-            version: "1.34".into(),
-            node_pools: vec![NodePool {
-                name: "ng-1".into(),
-                count: nodes,
-                machine_type: "m5.large".into(),
-                labels: Default::default(),
-                taints: vec![],
-            }],
-            tags: Default::default(),
-            provisioning: std::time::Duration::ZERO,
-            extra: serde_json::Value::Null,
-        })
-        .unwrap()
-}
+use common::{KubectlCluster, eks_spec_with_pool, ok};
 
 #[test]
 fn deployments_roll_out_on_the_pool_nodes() {
-    let kemu = Kemu::builder().build().unwrap();
-    let cluster = cluster_with_nodes(&kemu, 3);
-    let sandbox = Sandbox::new();
-    let kc = sandbox.path("kubeconfig");
-    write_kubeconfig(&kc, &cluster, cluster.ca.cert_pem(), kemu.clock().now());
-    let k = |args: &[&str]| sandbox.kubectl(&kc, args);
+    let c = KubectlCluster::new(eks_spec_with_pool("work", 3, "m5.large"));
+    let k = |args: &[&str]| c.run(args);
 
     ok(k(&[
         "create",
@@ -59,7 +30,7 @@ fn deployments_roll_out_on_the_pool_nodes() {
         "get",
         "nodes",
         "-l",
-        "eks.amazonaws.com/nodegroup=ng-1",
+        "eks.amazonaws.com/nodegroup=ng",
         "-o",
         "json",
     ])))
@@ -171,12 +142,8 @@ fn deployments_roll_out_on_the_pool_nodes() {
 
 #[test]
 fn jobs_complete() {
-    let kemu = Kemu::builder().build().unwrap();
-    let cluster = cluster_with_nodes(&kemu, 1);
-    let sandbox = Sandbox::new();
-    let kc = sandbox.path("kubeconfig");
-    write_kubeconfig(&kc, &cluster, cluster.ca.cert_pem(), kemu.clock().now());
-    let k = |args: &[&str]| sandbox.kubectl(&kc, args);
+    let c = KubectlCluster::new(eks_spec_with_pool("work", 1, "m5.large"));
+    let k = |args: &[&str]| c.run(args);
     ok(k(&["create", "job", "once", "--image=busybox"]));
     ok(k(&[
         "wait",

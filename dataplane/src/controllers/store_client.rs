@@ -74,19 +74,14 @@ fn client_error(e: ApiError) -> ClientError {
     }
 }
 
-/// Whether `a` and `b` differ at most in their `status`.
+/// Whether `a` and `b` differ at most in their `status`. Maps iterate in key
+/// order, so the fields can be compared pairwise.
 fn same_but_status(a: &Value, b: &Value) -> bool {
-    let rest = |v: &'_ Value| {
-        v.as_object()
-            .map(|m| m.iter().filter(|(k, _)| k.as_str() != "status").count())
-    };
+    fn rest(m: &serde_json::Map<String, Value>) -> impl Iterator<Item = (&String, &Value)> {
+        m.iter().filter(|(k, _)| k.as_str() != "status")
+    }
     match (a.as_object(), b.as_object()) {
-        (Some(x), Some(y)) => {
-            rest(a) == rest(b)
-                && x.iter()
-                    .filter(|(k, _)| k.as_str() != "status")
-                    .all(|(k, v)| y.get(k) == Some(v))
-        }
+        (Some(x), Some(y)) => rest(x).eq(rest(y)),
         _ => false,
     }
 }
@@ -355,11 +350,12 @@ impl Client for StoreClient {
     fn create(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Arc<Value>>> {
         Box::pin(async move {
             let mut object = object;
-            if kind.kind == "Pod" && super::store_admission::creator(&object).is_some() {
+            let creator = super::store_admission::creator(&object);
+            if kind.kind == "Pod" && creator.is_some() {
                 super::store_admission::admit_service_account(self.store.as_ref(), &mut object)
                     .map_err(client_error)?;
             }
-            let object = match super::store_admission::creator(&object) {
+            let object = match creator {
                 Some(account)
                     if super::store_admission::anything_to_admit(
                         self.store.as_ref(),

@@ -59,6 +59,15 @@ pub trait Strategy: Sync {
     }
 }
 
+/// Sets `field` of the JSON object `v` to `value` when it is missing or
+/// null, as upstream's `SetDefaults_*` fill unset fields; anything but an
+/// object is left alone.
+pub fn set_default(v: &mut Value, field: &str, value: Value) {
+    if v.is_object() && v[field].is_null() {
+        v[field] = value;
+    }
+}
+
 /// A strategy that only fills defaults: the same function on create and on
 /// update, given the kind and the whole object.
 #[derive(Debug)]

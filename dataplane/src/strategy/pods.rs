@@ -9,11 +9,7 @@
 
 use serde_json::{Value, json};
 
-fn set_default(v: &mut Value, field: &str, value: Value) {
-    if v.is_object() && v[field].is_null() {
-        v[field] = value;
-    }
-}
+use super::set_default;
 
 fn each<'a>(v: &'a mut Value, field: &str) -> impl Iterator<Item = &'a mut Value> {
     v.get_mut(field)

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Context, Strategy};
+use super::{Context, Strategy, set_default};
 use crate::api::validation;
 use crate::error::{ApiError, Cause, Target};
 use crate::network::allocator::{AllocError, Session};
@@ -30,12 +30,6 @@ fn needs_node_ports(spec: &Value) -> bool {
 
 fn needs_health_check_port(spec: &Value) -> bool {
     kind_of(spec) == "LoadBalancer" && spec["externalTrafficPolicy"] == "Local"
-}
-
-fn set_default(v: &mut Value, field: &str, value: Value) {
-    if v[field].is_null() {
-        v[field] = value;
-    }
 }
 
 /// Upstream's defaulting of a Service spec.

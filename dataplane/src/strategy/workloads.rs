@@ -12,13 +12,7 @@
 
 use serde_json::{Value, json};
 
-use super::pods;
-
-fn set_default(v: &mut Value, field: &str, value: Value) {
-    if v.is_object() && v[field].is_null() {
-        v[field] = value;
-    }
-}
+use super::{pods, set_default};
 
 /// Fills `spec` of an object of `kind` as upstream's defaulting does.
 pub fn default_spec(kind: &str, spec: &mut Value) {
