@@ -16,7 +16,9 @@ use std::io::Write;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use kemu_dataplane::store::{Event, EventKind, ObjectKey, ObjectMap, StoreImage, StoreLimits};
+use kemu_dataplane::store::{
+    Event, EventKind, ObjectKey, ObjectMap, StoreImage, StoreLimits, Stored,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -160,8 +162,9 @@ pub fn write_store(w: &mut impl Write, cluster: &str, image: &StoreImage) -> std
     let mut resources: Vec<_> = image.resources.iter().collect();
     resources.sort_by(|a, b| a.0.cmp(b.0));
     for (resource, objects) in resources {
-        for ((ns, name), object) in objects.iter() {
+        for ((ns, name), stored) in objects.iter() {
             // The object is borrowed, not cloned, into the line.
+            let object = stored.object();
             #[derive(Serialize)]
             struct Put<'a> {
                 t: &'static str,
@@ -179,7 +182,7 @@ pub fn write_store(w: &mut impl Write, cluster: &str, image: &StoreImage) -> std
                     r: resource,
                     ns,
                     n: name,
-                    o: object,
+                    o: &object,
                 },
             )?;
             w.write_all(b"\n")?;
@@ -288,7 +291,7 @@ impl Replay {
                     .resources
                     .entry(r)
                     .or_default()
-                    .insert((ns, n), Arc::new(o));
+                    .insert((ns, n), Stored::Decoded(Arc::new(o)));
             }
             "hist" => {
                 let limit = self.history_limit;
@@ -327,8 +330,9 @@ impl Replay {
                 let map_key = (ns.clone(), n.clone());
                 let prev = match kind {
                     EventKind::Deleted => map.remove(&map_key),
-                    _ => map.insert(map_key, object.clone()),
-                };
+                    _ => map.insert(map_key, Stored::Decoded(object.clone())),
+                }
+                .map(|stored| stored.object());
                 store.rv = rv;
                 let event = Event {
                     rv,

@@ -100,7 +100,7 @@ impl Admission<'_> {
         self.store
             .snapshot(resource)
             .iter(Some(namespace), None)
-            .map(|(_, o)| (**o).clone())
+            .map(|(_, o)| (*o).clone())
             .collect()
     }
 

@@ -278,14 +278,14 @@ pub fn delete_collection(
     let resource = request::group_resource(rt);
     let mut items = Vec::new();
     for ((ns, name), object) in snapshot.iter(namespace, None) {
-        if !matches(object) {
+        if !matches(&object) {
             continue;
         }
         let key = ObjectKey::new(&resource, ns, name);
         match store.delete_with(&key, &strategy, &req.options) {
             Ok(_) | Err(ApiError::ObjectNotFound(_)) => {
                 // In the request's version (events.k8s.io Events, custom resources).
-                items.push(crate::resources::strategy::present(rt, object).into_owned());
+                items.push(crate::resources::strategy::present(rt, &object).into_owned());
             }
             Err(e) => return Err(e),
         }

@@ -45,7 +45,7 @@ pub fn serve(
         let ns = obj::namespace(&pod);
         let labels = obj::labels(&pod);
         let snapshot = ctx.store.snapshot(PDBS);
-        let budgets: Vec<&std::sync::Arc<Value>> = snapshot
+        let budgets: Vec<std::sync::Arc<Value>> = snapshot
             .iter(Some(ns), None)
             .map(|(_, b)| b)
             .filter(|b| selects(b, labels))

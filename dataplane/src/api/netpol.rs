@@ -138,7 +138,7 @@ async fn create(req: HttpRequest, payload: web::Payload) -> Result<HttpResponse,
     let policies: Vec<Value> = store
         .snapshot(POLICIES)
         .iter(None, None)
-        .map(|(_, p)| (**p).clone())
+        .map(|(_, p)| (*p).clone())
         .collect();
     let verdict = networkpolicy::evaluate(
         &policies,

@@ -462,7 +462,7 @@ impl Handler<'_> {
             None => (self.store.snapshot(&resource), None),
         };
         let ns = filter.namespace.as_deref();
-        let mut items: Vec<&Arc<Value>> = Vec::new();
+        let mut items: Vec<Arc<Value>> = Vec::new();
         let mut last = None;
         let mut iter = snapshot
             .iter(ns, after.as_ref())
@@ -830,8 +830,8 @@ impl Handler<'_> {
         let mut admission = self.admission("");
         admission.dry_run = req.dry_run;
         for (_, object) in snapshot.iter(filter.namespace.as_deref(), None) {
-            if filter.matches(object) {
-                admission.admit_delete(object, &req.raw).await?;
+            if filter.matches(&object) {
+                admission.admit_delete(&object, &req.raw).await?;
             }
         }
         let list = delete::delete_collection(

@@ -210,8 +210,8 @@ async fn run(
         if w.req.initial_events {
             let ns = w.req.filter.namespace.clone();
             for (_, object) in initial.iter(ns.as_deref(), None) {
-                if w.req.filter.matches(object) {
-                    let object = w.render(object);
+                if w.req.filter.matches(&object) {
+                    let object = w.render(&object);
                     if !w.send("ADDED", object).await {
                         return;
                     }

@@ -20,7 +20,7 @@ impl StoreSource<'_> {
         self.0
             .snapshot(resource)
             .iter(namespace, None)
-            .map(|(_, o)| (**o).clone())
+            .map(|(_, o)| (*o).clone())
             .collect()
     }
 

@@ -66,9 +66,16 @@ impl EventTtl {
     }
 
     async fn sync(&self, key: &ObjKey) -> Result<Requeue, ClientError> {
-        let informer = self.rt.informer(kinds::EVENT);
-        let Some(event) = informer.get(key) else {
-            return Ok(Requeue::No);
+        // Read from the store: the Event informer keeps nothing.
+        let event = match self
+            .rt
+            .client
+            .get(kinds::EVENT, &key.namespace, &key.name)
+            .await
+        {
+            Ok(event) => event,
+            Err(ClientError::NotFound(_)) => return Ok(Requeue::No),
+            Err(e) => return Err(e),
         };
         let now = self.rt.clock.now();
         let expires = last_recorded(&event)

@@ -118,8 +118,8 @@ impl Default for ControllerConfig {
     }
 }
 
-/// Every kind the built-in controllers watch.
-pub const WATCHED: [Kind; 22] = [
+/// Every kind the built-in controllers watch and read from their caches.
+pub const WATCHED: [Kind; 21] = [
     kinds::POD,
     kinds::NODE,
     kinds::NAMESPACE,
@@ -141,8 +141,12 @@ pub const WATCHED: [Kind; 22] = [
     kinds::POD_DISRUPTION_BUDGET,
     kinds::CRD,
     kinds::HPA,
-    kinds::EVENT,
 ];
+
+/// Kinds the built-in controllers watch without caching: the event TTL only
+/// needs to hear of each write, and a cache of every Event would hold them
+/// all decoded.
+pub const NOTIFYING: [Kind; 1] = [kinds::EVENT];
 
 /// The running controllers of one cluster; dropping it stops them.
 #[derive(Debug)]
@@ -154,7 +158,7 @@ impl Controllers {
     /// Starts every controller of a cluster on `client`, paced by `clock`.
     /// Must be called inside a tokio runtime.
     pub fn start(client: Arc<dyn Client>, clock: SharedClock, config: ControllerConfig) -> Self {
-        let rt = Runtime::new(client.clone(), clock.clone(), &WATCHED);
+        let rt = Runtime::new(client.clone(), clock.clone(), &WATCHED, &NOTIFYING);
         let recorder = events::Recorder::new(client, clock);
         let mut regs = vec![
             deployment::DeploymentController::register(&rt, recorder.clone()),

@@ -90,6 +90,10 @@ impl Activity {
 /// One kind's cache, fed by one watch and shared by every controller.
 pub struct Informer {
     kind: Kind,
+    /// Whether it keeps the objects. One that does not hands every change to
+    /// its handlers and answers no reads: for kinds too numerous to hold
+    /// decoded and that no controller reads back (Events).
+    keeps: bool,
     cache: RwLock<HashMap<ObjKey, Arc<Value>>>,
     by_owner: RwLock<HashMap<String, HashSet<ObjKey>>>,
     // uids this process deleted, so a late event cannot resurrect them.
@@ -106,9 +110,10 @@ impl std::fmt::Debug for Informer {
 }
 
 impl Informer {
-    fn new(kind: Kind) -> Self {
+    fn new(kind: Kind, keeps: bool) -> Self {
         Self {
             kind,
+            keeps,
             cache: RwLock::default(),
             by_owner: RwLock::default(),
             tombstones: Mutex::default(),
@@ -185,6 +190,9 @@ impl Informer {
     /// process observed, then its watch event) is not delivered twice, except
     /// by a resync.
     fn apply(&self, kind: EventType, new: &Arc<Value>, resync: bool) -> (Option<Arc<Value>>, bool) {
+        if !self.keeps {
+            return (None, true);
+        }
         let key = ObjKey::of(new);
         let uid = obj::uid(new);
         let mut cache = self.cache.write();
@@ -551,15 +559,22 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// A runtime with one informer for each of `kinds`.
-    pub fn new(client: Arc<dyn Client>, clock: SharedClock, kinds: &[Kind]) -> Arc<Self> {
+    /// A runtime with one informer for each of `kinds`, and one that keeps
+    /// nothing for each of `notifying` (see [`Informer`]).
+    pub fn new(
+        client: Arc<dyn Client>,
+        clock: SharedClock,
+        kinds: &[Kind],
+        notifying: &[Kind],
+    ) -> Arc<Self> {
+        let informers = kinds.iter().map(|k| (k, true));
+        let informers = informers.chain(notifying.iter().map(|k| (k, false)));
         Arc::new(Self {
             client,
             timers: Timers::new(clock.clone()),
             clock,
-            informers: kinds
-                .iter()
-                .map(|k| (*k, Arc::new(Informer::new(*k))))
+            informers: informers
+                .map(|(k, keeps)| (*k, Arc::new(Informer::new(*k, keeps))))
                 .collect(),
             queues: Mutex::default(),
             activity: Arc::default(),
@@ -611,6 +626,10 @@ impl Runtime {
         for inf in self.informers.values() {
             let (watched, rt) = (inf.clone(), self.clone());
             tasks.push(tokio::spawn(async move { rt.run_informer(watched).await }));
+            if !inf.keeps {
+                // A resync re-delivers what a cache holds; there is none.
+                continue;
+            }
             let (resynced, rt) = (inf.clone(), self.clone());
             tasks.push(tokio::spawn(async move { rt.run_resync(resynced).await }));
         }
@@ -739,5 +758,45 @@ impl Drop for Runtime {
         for t in self.tasks.get_mut().drain(..) {
             t.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use kemu_shared::FakeClock;
+    use serde_json::json;
+
+    use super::*;
+    use crate::controllers::client::{MemClient, kinds};
+
+    #[tokio::test]
+    async fn an_informer_that_keeps_nothing_still_hears_every_write() {
+        let clock = FakeClock::at_epoch();
+        let client = MemClient::new(clock.clone());
+        let rt = Runtime::new(client.clone(), clock.clone(), &[], &[kinds::EVENT]);
+        let heard = Arc::new(AtomicUsize::new(0));
+        let h = heard.clone();
+        rt.informer(kinds::EVENT).on_change(move |_| {
+            h.fetch_add(1, Ordering::SeqCst);
+        });
+        rt.start(Vec::new(), 1);
+        rt.settle().await;
+        for name in ["a", "b"] {
+            let event =
+                json!({"metadata": {"name": name, "namespace": "default"}, "reason": "Started"});
+            client.create(kinds::EVENT, event).await.unwrap();
+        }
+        rt.settle().await;
+        clock.advance(RESYNC * 2);
+        rt.settle().await;
+        assert_eq!(
+            heard.load(Ordering::SeqCst),
+            2,
+            "each write once, no resync"
+        );
+        let informer = rt.informer(kinds::EVENT);
+        assert!(informer.is_empty() && informer.get_by("default", "a").is_none());
     }
 }

@@ -151,7 +151,7 @@ pub async fn dispatch(
                 .filter(|p| name.as_deref().is_none_or(|n| n == obj::name(p)));
             let items: Vec<Value> = pods
                 .filter(|p| labels.selects(p) && fields.matches(p))
-                .map(|p| pod_metrics(store, p, &ts))
+                .map(|p| pod_metrics(store, &p, &ts))
                 .collect();
             if let Some(n) = &name
                 && items.is_empty()
@@ -164,12 +164,12 @@ pub async fn dispatch(
             let mut per_node: HashMap<String, (i128, i128)> = HashMap::new();
             let pods = store.snapshot("pods");
             for (_, p) in pods.iter(None, None) {
-                if !usage::reported(p) {
+                if !usage::reported(&p) {
                     continue;
                 }
                 let node = p["spec"]["nodeName"].as_str().unwrap_or_default();
                 let e = per_node.entry(node.to_owned()).or_default();
-                for c in pod_usage(store, p) {
+                for c in pod_usage(store, &p) {
                     e.0 += c.cpu_milli;
                     e.1 += c.memory_bytes;
                 }
@@ -181,8 +181,8 @@ pub async fn dispatch(
                 .filter(|n| name.as_deref().is_none_or(|want| want == obj::name(n)))
                 .filter(|n| labels.selects(n) && fields.matches(n))
                 .map(|n| {
-                    let pods = per_node.get(obj::name(n)).copied();
-                    node_metrics(n, usage::node(pods.into_iter()), &ts)
+                    let pods = per_node.get(obj::name(&n)).copied();
+                    node_metrics(&n, usage::node(pods.into_iter()), &ts)
                 })
                 .collect();
             if let Some(n) = &name

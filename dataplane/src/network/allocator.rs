@@ -162,7 +162,7 @@ impl Allocator {
             if (ns.as_str(), n.as_str()) == (namespace, name) {
                 continue;
             }
-            let (i, p) = held_by(svc);
+            let (i, p) = held_by(&svc);
             ips.extend(i);
             ports.extend(p);
         }
@@ -173,7 +173,7 @@ impl Allocator {
             }
             // Stored now: the Service itself is the record.
             let stored = snapshot.objects.get(&h.owner).is_some_and(|svc| {
-                let (i, p) = held_by(svc);
+                let (i, p) = held_by(&svc.object());
                 h.ips.iter().all(|x| i.contains(x)) && h.ports.iter().all(|x| p.contains(x))
             });
             !stored

@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use super::{Event, Object};
+use super::{Event, Stored};
 
 /// Objects of one resource, by `(namespace, name)`.
-pub type ObjectMap = BTreeMap<(String, String), Object>;
+pub type ObjectMap = BTreeMap<(String, String), Stored>;
 
 /// A store's whole content at one resourceVersion: its objects, and the event
 /// history watches resume from.

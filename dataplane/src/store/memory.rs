@@ -14,13 +14,18 @@ use tokio::sync::broadcast;
 use super::deletion::{self, Plan};
 use super::{
     DeleteOptions, DeleteStrategy, Deleted, Event, EventKind, NAMESPACES, Object, ObjectKey,
-    Preconditions, Snapshot, Store, Subscription, WatchFrom, split_group_resource,
+    Preconditions, Snapshot, Store, Stored, Subscription, WatchFrom, split_group_resource,
 };
 use crate::error::{ApiError, Target};
 
 /// The namespaces every cluster has from the start.
 pub const INITIAL_NAMESPACES: [&str; 4] =
     ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// The group-resources kept encoded ([`Stored::Encoded`]): Events, which a
+/// large rollout records four of per Pod, and which only lists, `describe`
+/// and the Event recorder's aggregation read back.
+pub const ENCODED_RESOURCES: [&str; 1] = ["events"];
 
 /// How much a store keeps.
 #[derive(Debug, Clone)]
@@ -166,7 +171,16 @@ impl MemoryStore {
 
     /// A store holding exactly `image` (objects, resourceVersion, history),
     /// on `clock`: a restart or restore, not a fresh cluster.
-    pub fn from_image(clock: SharedClock, limits: StoreLimits, image: StoreImage) -> Self {
+    pub fn from_image(clock: SharedClock, limits: StoreLimits, mut image: StoreImage) -> Self {
+        for resource in ENCODED_RESOURCES {
+            if let Some(map) = image.resources.get_mut(resource) {
+                for stored in Arc::make_mut(map).values_mut() {
+                    if let Stored::Decoded(object) = stored {
+                        *stored = Stored::encode(object);
+                    }
+                }
+            }
+        }
         let store = Self {
             clock,
             events: RwLock::default(),
@@ -245,6 +259,15 @@ impl MemoryStore {
         st.rv += 1;
         meta_mut(&mut object).insert("resourceVersion".into(), json!(st.rv.to_string()));
         let object = Arc::new(object);
+        let stored = if ENCODED_RESOURCES.contains(&key.resource.as_str()) {
+            Stored::encode(&object)
+        } else {
+            Stored::Decoded(object.clone())
+        };
+        let encoded = std::sync::OnceLock::new();
+        if let Stored::Encoded(json) = &stored {
+            let _ = encoded.set(json.clone());
+        }
         let map = Arc::make_mut(st.resources.entry(key.resource.clone()).or_default());
         let map_key = (key.namespace.clone(), key.name.clone());
         match kind {
@@ -252,7 +275,7 @@ impl MemoryStore {
                 map.remove(&map_key);
             }
             _ => {
-                map.insert(map_key, object.clone());
+                map.insert(map_key, stored);
             }
         }
         let event = Arc::new(Event {
@@ -261,7 +284,7 @@ impl MemoryStore {
             key: key.clone(),
             object: object.clone(),
             prev,
-            encoded: Default::default(),
+            encoded,
         });
         let now = self.now();
         // Under the lock, so the log's order is the resourceVersion order, and
@@ -328,6 +351,14 @@ impl MemoryStore {
         Ok(())
     }
 
+    /// The object stored at `key`.
+    fn current(st: &State, key: &ObjectKey) -> Option<Object> {
+        st.resources
+            .get(&key.resource)
+            .and_then(|m| m.get(&(key.namespace.clone(), key.name.clone())))
+            .map(Stored::object)
+    }
+
     fn delete_locked(
         &self,
         st: &mut State,
@@ -335,12 +366,8 @@ impl MemoryStore {
         strategy: &DeleteStrategy,
         opts: &DeleteOptions,
     ) -> Result<Deleted, ApiError> {
-        let current = st
-            .resources
-            .get(&key.resource)
-            .and_then(|m| m.get(&(key.namespace.clone(), key.name.clone())))
-            .cloned()
-            .ok_or_else(|| ApiError::ObjectNotFound(target(key)))?;
+        let current =
+            Self::current(st, key).ok_or_else(|| ApiError::ObjectNotFound(target(key)))?;
         let mut last = current.clone();
         match deletion::plan(strategy, &current, opts, self.now())? {
             Plan::Keep { already_pending } => {
@@ -379,12 +406,7 @@ impl MemoryStore {
                 })
                 .collect();
             for child in inside {
-                if let Some(obj) = st
-                    .resources
-                    .get(&child.resource)
-                    .and_then(|m| m.get(&(child.namespace.clone(), child.name.clone())))
-                    .cloned()
-                {
+                if let Some(obj) = Self::current(st, &child) {
                     self.commit(st, EventKind::Deleted, &child, (*obj).clone(), Some(obj));
                 }
             }
@@ -405,12 +427,15 @@ impl Store for MemoryStore {
     }
 
     fn get(&self, key: &ObjectKey) -> Option<Object> {
-        self.state
+        let stored = self
+            .state
             .read()
             .resources
             .get(&key.resource)?
             .get(&(key.namespace.clone(), key.name.clone()))
-            .cloned()
+            .cloned()?;
+        // Decoded after the lock is released.
+        Some(stored.object())
     }
 
     fn snapshot(&self, resource: &str) -> Snapshot {
@@ -527,12 +552,8 @@ impl Store for MemoryStore {
         pre: &Preconditions,
     ) -> Result<Object, ApiError> {
         let mut st = self.write();
-        let current = st
-            .resources
-            .get(&key.resource)
-            .and_then(|m| m.get(&(key.namespace.clone(), key.name.clone())))
-            .cloned()
-            .ok_or_else(|| ApiError::ObjectNotFound(target(key)))?;
+        let current =
+            Self::current(&st, key).ok_or_else(|| ApiError::ObjectNotFound(target(key)))?;
         Self::check_preconditions(key, &current, pre)?;
         let cur_meta = &current["metadata"];
         if let Some(rv) = object["metadata"]["resourceVersion"].as_str()
@@ -870,6 +891,64 @@ mod tests {
             live.try_recv(),
             Err(broadcast::error::TryRecvError::Closed)
         ));
+    }
+
+    #[test]
+    fn events_are_kept_encoded_and_read_back_whole() {
+        let (clock, s) = store();
+        let k = ObjectKey::new("events", "default", "e");
+        let event = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
+            "reason": "Started", "count": 1, "involvedObject": {"kind": "Pod", "name": "p"}});
+        let created = s.create(&k, event).unwrap();
+        let stored = s.snapshot("events").objects[&("default".into(), "e".into())].clone();
+        let Stored::Encoded(json) = &stored else {
+            panic!("an Event is kept decoded: {stored:?}");
+        };
+        assert_eq!(
+            serde_json::from_slice::<Value>(json).unwrap(),
+            *created,
+            "the JSON is the object as written"
+        );
+        assert_eq!(s.get(&k).unwrap(), created);
+        let sub = s.watch("events", WatchFrom::After(4)).unwrap();
+        assert_eq!(
+            sub.backlog[0].object_json(),
+            json,
+            "watchers get the same bytes"
+        );
+
+        let mut next = (*created).clone();
+        next["count"] = json!(2);
+        let updated = s.update(&k, next, &Preconditions::default()).unwrap();
+        assert_eq!(s.get(&k).unwrap()["count"], 2);
+        assert!(matches!(
+            s.snapshot("events").iter_stored(None, None).next(),
+            Some((_, Stored::Encoded(_)))
+        ));
+
+        // A restored image (whose maps a journal fills decoded) is kept encoded too.
+        let mut image = s.image();
+        let map = Arc::make_mut(image.resources.get_mut("events").unwrap());
+        for stored in map.values_mut() {
+            *stored = Stored::Decoded(stored.object());
+        }
+        let copy = MemoryStore::from_image(clock, StoreLimits::default(), image);
+        assert!(matches!(
+            copy.snapshot("events").iter_stored(None, None).next(),
+            Some((_, Stored::Encoded(_)))
+        ));
+        assert_eq!(copy.get(&k).unwrap(), updated);
+        s.delete(&k, &Preconditions::default()).unwrap();
+        assert!(s.get(&k).is_none());
+        s.create(&ObjectKey::new("configmaps", "default", "a"), cm("a"))
+            .unwrap();
+        assert!(
+            matches!(
+                s.snapshot("configmaps").iter_stored(None, None).next(),
+                Some((_, Stored::Decoded(_)))
+            ),
+            "what controllers read stays decoded"
+        );
     }
 
     #[test]

@@ -2,12 +2,13 @@
 //! etcd implementation can follow the in-memory one ([`MemoryStore`]).
 //!
 //! Objects are kept as JSON values, keyed by group-resource (`deployments.apps`,
-//! `pods`), namespace and name, as kube-apiserver keys them in etcd. One
+//! `pods`), namespace and name, as kube-apiserver keys them in etcd; the
+//! resources nothing reads back in bulk (Events) are kept encoded, as etcd
+//! keeps everything ([`Stored`]). One
 //! resourceVersion counts every write of the cluster; each write is an
 //! [`Event`] kept in a bounded history so watches can resume, and broadcast to
 //! live watchers without ever waiting for them.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -23,10 +24,60 @@ mod memory;
 pub use deletion::{DeleteOptions, DeleteStrategy, Deleted};
 pub use dry_run::DryRun;
 pub use image::{ClusterJournal, EventSink, ObjectMap, StoreImage};
-pub use memory::{INITIAL_NAMESPACES, MemoryStore, StoreLimits};
+pub use memory::{ENCODED_RESOURCES, INITIAL_NAMESPACES, MemoryStore, StoreLimits};
 
-/// An object's stored value: shared, never mutated in place.
+/// An object's value: shared, never mutated in place.
 pub type Object = Arc<Value>;
+
+/// An object as a store's map holds it.
+///
+/// A decoded tree costs several times its JSON (a B-tree node of about 640
+/// bytes per JSON object however few keys it has): worth it for what
+/// controllers read again and again, not for the hundreds of thousands of
+/// Events a large rollout records and hardly anyone reads back.
+#[derive(Debug, Clone)]
+pub enum Stored {
+    /// The decoded value.
+    Decoded(Object),
+    /// The value's JSON, decoded on each read.
+    Encoded(bytes::Bytes),
+}
+
+impl Stored {
+    /// Keeps `object` encoded: its JSON, in an allocation of exactly its size.
+    pub fn encode(object: &Value) -> Self {
+        let json = serde_json::to_vec(object).unwrap_or_default();
+        Stored::Encoded(bytes::Bytes::from(json.into_boxed_slice()))
+    }
+
+    /// The value (decoded afresh when kept encoded).
+    pub fn object(&self) -> Object {
+        match self {
+            Stored::Decoded(o) => o.clone(),
+            Stored::Encoded(json) => Arc::new(serde_json::from_slice(json).unwrap_or_else(|e| {
+                // Only ever holds what `encode` wrote.
+                tracing::error!(error = %e, "stored JSON does not decode");
+                Value::Null
+            })),
+        }
+    }
+
+    /// The value's JSON (encoded afresh when kept decoded).
+    pub fn json(&self) -> bytes::Bytes {
+        match self {
+            Stored::Decoded(o) => serde_json::to_vec(&**o)
+                .map(bytes::Bytes::from)
+                .unwrap_or_default(),
+            Stored::Encoded(json) => json.clone(),
+        }
+    }
+}
+
+impl From<Object> for Stored {
+    fn from(object: Object) -> Self {
+        Stored::Decoded(object)
+    }
+}
 
 /// Where one object lives.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -111,17 +162,27 @@ pub struct Snapshot {
     /// The cluster resourceVersion the snapshot is consistent at.
     pub rv: u64,
     /// `(namespace, name)` → object.
-    pub objects: Arc<BTreeMap<(String, String), Object>>,
+    pub objects: Arc<ObjectMap>,
 }
 
 impl Snapshot {
     /// Objects of `namespace` (every namespace when `None`) from `after`
-    /// (exclusive), in key order.
+    /// (exclusive), in key order; encoded ones decoded one by one.
     pub fn iter<'a>(
         &'a self,
         namespace: Option<&'a str>,
         after: Option<&'a (String, String)>,
-    ) -> impl Iterator<Item = (&'a (String, String), &'a Object)> + 'a {
+    ) -> impl Iterator<Item = (&'a (String, String), Object)> + 'a {
+        self.iter_stored(namespace, after)
+            .map(|(key, stored)| (key, stored.object()))
+    }
+
+    /// As [`Snapshot::iter`], but as stored: for who only needs the JSON.
+    pub fn iter_stored<'a>(
+        &'a self,
+        namespace: Option<&'a str>,
+        after: Option<&'a (String, String)>,
+    ) -> impl Iterator<Item = (&'a (String, String), &'a Stored)> + 'a {
         use std::ops::Bound;
         let lower = match (after, namespace) {
             (Some(k), _) => Bound::Excluded(k.clone()),
