@@ -464,17 +464,18 @@ impl Handler<'_> {
         let ns = filter.namespace.as_deref();
         let mut items: Vec<Arc<Value>> = Vec::new();
         let mut last = None;
-        let mut iter = snapshot
-            .iter(ns, after.as_ref())
-            .filter(|(_, o)| filter.matches(o));
-        for (k, o) in iter.by_ref() {
+        let mut rest = snapshot.iter_stored(ns, after.as_ref());
+        for (k, stored) in rest.by_ref() {
+            let Some(o) = filter.admits(stored) else {
+                continue;
+            };
             items.push(o);
             last = Some(k);
             if limit.is_some_and(|l| items.len() as u64 >= l) {
                 break;
             }
         }
-        let remaining = iter.count();
+        let remaining = rest.filter(|(k, s)| filter.covers(k, s)).count();
         let mut meta = json!({ "resourceVersion": snapshot.rv.to_string() });
         if remaining > 0
             && let Some((ns, name)) = last

@@ -156,6 +156,20 @@ impl FieldSelector {
             .map(|(_, _, v)| v.as_str())
     }
 
+    /// Whether an object whose JSON is `json` may satisfy every term: false
+    /// only when the value an equality term wants appears nowhere in it, so
+    /// a list over encoded objects decodes only the candidates.
+    pub fn may_match_json(&self, json: &[u8]) -> bool {
+        self.terms.iter().all(|(field, eq, want)| {
+            // An empty value matches an absent field, these two match an
+            // absent one as `false`, and escaped text is not found verbatim.
+            let unsure = want.is_empty()
+                || matches!(field.as_str(), "spec.unschedulable" | "spec.hostNetwork")
+                || want.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+            !*eq || unsure || memchr::memmem::find(json, want.as_bytes()).is_some()
+        })
+    }
+
     /// Whether `object` satisfies every term.
     pub fn matches(&self, object: &Value) -> bool {
         self.terms.iter().all(|(field, eq, want)| {
@@ -179,6 +193,29 @@ impl FieldSelector {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn encoded_objects_are_ruled_out_only_when_they_cannot_match() {
+        let event = json!({"metadata": {"name": "e", "namespace": "ns"}, "count": 3,
+            "involvedObject": {"kind": "Pod", "name": "web-1", "uid": "u-1"}});
+        let json = serde_json::to_vec(&event).unwrap();
+        let parse = |s| FieldSelector::parse(s, "", "Event").unwrap();
+        for s in [
+            "involvedObject.name=web-1,involvedObject.uid=u-1",
+            "involvedObject.name!=web-2",
+            "involvedObject.name=web-2",
+            "involvedObject.fieldPath=",
+            "involvedObject.name=we\"b",
+        ] {
+            let sel = parse(s);
+            assert!(
+                sel.may_match_json(&json) || !sel.matches(&event),
+                "{s}: ruled out, yet it matches"
+            );
+        }
+        assert!(!parse("involvedObject.name=web-2").may_match_json(&json));
+        assert!(!parse("involvedObject.uid=u-2,involvedObject.name=web-1").may_match_json(&json));
+    }
 
     #[test]
     fn field_selectors_per_kind() {

@@ -22,7 +22,7 @@ use crate::api::table::{self, IncludeObject};
 use crate::error::ApiError;
 use crate::resources::ResourceType;
 use crate::resources::strategy;
-use crate::store::{Event, EventKind, Store, WatchFrom};
+use crate::store::{Event, EventKind, Object, Store, Stored, WatchFrom};
 
 /// How often a watch that allows bookmarks gets one, as kube-apiserver does.
 const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
@@ -46,6 +46,27 @@ impl Filter {
             .is_none_or(|ns| object["metadata"]["namespace"].as_str() == Some(ns))
             && self.labels.selects(object)
             && self.fields.matches(object)
+    }
+
+    /// The object `stored` holds, if it is covered. An encoded one is decoded
+    /// only when its JSON may match.
+    pub fn admits(&self, stored: &Stored) -> Option<Object> {
+        if let Stored::Encoded(json) = stored
+            && !self.fields.may_match_json(json)
+        {
+            return None;
+        }
+        let object = stored.object();
+        self.matches(&object).then_some(object)
+    }
+
+    /// Whether the object stored at `key` is covered, decoded only when a
+    /// selector needs it.
+    pub fn covers(&self, key: &(String, String), stored: &Stored) -> bool {
+        if self.labels.is_empty() && self.fields.is_empty() {
+            return self.namespace.as_deref().is_none_or(|ns| ns == key.0);
+        }
+        self.admits(stored).is_some()
     }
 }
 
@@ -209,8 +230,8 @@ async fn run(
         w.seen = initial.rv;
         if w.req.initial_events {
             let ns = w.req.filter.namespace.clone();
-            for (_, object) in initial.iter(ns.as_deref(), None) {
-                if w.req.filter.matches(&object) {
+            for (_, stored) in initial.iter_stored(ns.as_deref(), None) {
+                if let Some(object) = w.req.filter.admits(stored) {
                     let object = w.render(&object);
                     if !w.send("ADDED", object).await {
                         return;
