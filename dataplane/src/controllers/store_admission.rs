@@ -82,8 +82,13 @@ pub fn controller_user(account: &str) -> UserInfo {
 /// Whether any admission object could act on a create in `namespace`: the
 /// cheap check done before admitting a controller's write.
 pub fn anything_to_admit(store: &dyn Store, namespace: &str) -> bool {
-    let any =
-        |resource: &str, ns: Option<&str>| store.snapshot(resource).iter(ns, None).next().is_some();
+    let any = |resource: &str, ns: Option<&str>| {
+        store
+            .snapshot(resource)
+            .iter_stored(ns, None)
+            .next()
+            .is_some()
+    };
     (!namespace.is_empty() && NAMESPACED.iter().any(|r| any(r, Some(namespace))))
         || CLUSTER_WIDE.iter().any(|r| any(r, None))
 }

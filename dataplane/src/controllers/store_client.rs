@@ -304,7 +304,7 @@ impl StoreClient {
                 continue;
             }
             let snapshot = self.store.snapshot(&resource);
-            for ((ns, name), _) in snapshot.iter(Some(namespace), None) {
+            for ((ns, name), _) in snapshot.iter_stored(Some(namespace), None) {
                 let key = ObjectKey::new(&resource, ns, name);
                 if self.store.delete(&key, &Preconditions::default()).is_ok()
                     && self.store.get(&key).is_some()

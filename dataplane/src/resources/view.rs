@@ -114,7 +114,7 @@ impl CustomTypes for ClusterCustomTypes {
         let resource = group_resource(rt);
         let snapshot = self.store.snapshot(&resource);
         let keys: Vec<(String, String)> = snapshot
-            .iter(None, None)
+            .iter_stored(None, None)
             .map(|((ns, name), _)| (ns.to_owned(), name.to_owned()))
             .collect();
         for (ns, name) in &keys {
@@ -123,7 +123,7 @@ impl CustomTypes for ClusterCustomTypes {
                 tracing::debug!(%resource, %name, error = %e, "custom resource cleanup");
             }
         }
-        self.store.snapshot(&resource).iter(None, None).count()
+        self.store.snapshot(&resource).objects.len()
     }
 }
 

@@ -709,7 +709,7 @@ mod tests {
     fn starts_with_the_four_namespaces() {
         let (_, s) = store();
         let snap = s.snapshot(NAMESPACES);
-        let names: Vec<&str> = snap.iter(None, None).map(|(k, _)| k.1.as_str()).collect();
+        let names: Vec<&str> = snap.objects.keys().map(|k| k.1.as_str()).collect();
         assert_eq!(
             names,
             ["default", "kube-node-lease", "kube-public", "kube-system"]
