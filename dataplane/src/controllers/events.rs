@@ -47,8 +47,19 @@ const AGGREGATE_KEYS: usize = 4096;
 struct Similar {
     messages: HashSet<String>,
     last: Option<DateTime<Utc>>,
-    // The aggregate Event once there is one: (namespace, name, count, first).
-    combined: Option<(String, String, i64, String)>,
+    combined: Option<Combined>,
+}
+
+/// The aggregate Event of similar events.
+#[derive(Clone)]
+struct Combined {
+    namespace: String,
+    name: String,
+    count: i64,
+    first: String,
+    /// As this recorder last wrote it: the next occurrence updates it without
+    /// reading it back, as client-go patches it.
+    written: Option<Arc<Value>>,
 }
 
 /// How an aggregate Event's message starts (client-go's
@@ -91,7 +102,7 @@ impl Recorder {
         key: String,
         message: &str,
         now: DateTime<Utc>,
-    ) -> Result<bool, (String, String, i64, String)> {
+    ) -> Result<bool, Combined> {
         let mut all = self.similar.lock();
         let per_source = all.entry(source.to_owned()).or_default();
         if per_source.len() >= AGGREGATE_KEYS && !per_source.contains_key(&key) {
@@ -110,9 +121,9 @@ impl Recorder {
             return Ok(false);
         }
         match &mut s.combined {
-            Some((ns, name, count, first)) => {
-                *count += 1;
-                Err((ns.clone(), name.clone(), *count, first.clone()))
+            Some(c) => {
+                c.count += 1;
+                Err(c.clone())
             }
             None => Ok(true),
         }
@@ -125,7 +136,60 @@ impl Recorder {
             .get_mut(source)
             .and_then(|m| m.get_mut(key))
         {
-            s.combined = Some((ns.to_owned(), name.to_owned(), 1, first.to_owned()));
+            s.combined = Some(Combined {
+                namespace: ns.to_owned(),
+                name: name.to_owned(),
+                count: 1,
+                first: first.to_owned(),
+                written: None,
+            });
+        }
+    }
+
+    fn remember_written(&self, source: &str, key: &str, written: Arc<Value>) {
+        let mut all = self.similar.lock();
+        if let Some(c) = all
+            .get_mut(source)
+            .and_then(|m| m.get_mut(key))
+            .and_then(|s| s.combined.as_mut())
+            && c.name == obj::name(&written)
+        {
+            c.written = Some(written);
+        }
+    }
+
+    /// Writes occurrence `c.count` into the aggregate Event; answers it as
+    /// written, or `None` when it is gone.
+    async fn update_combined(&self, c: &Combined, ts: &str, message: &str) -> Option<Arc<Value>> {
+        let next = |mut e: Value| {
+            let count = c.count.max(e["count"].as_i64().unwrap_or(0) + 1);
+            e["count"] = json!(count);
+            e["lastTimestamp"] = json!(ts);
+            e["firstTimestamp"] = json!(c.first);
+            e["message"] = json!(format!("{COMBINED}{message}"));
+            e
+        };
+        if let Some(w) = &c.written {
+            // Conflicts when someone else wrote it since: read it then.
+            if let Ok(written) = self.client.update(kinds::EVENT, next((**w).clone())).await {
+                return Some(written);
+            }
+        }
+        let current = self
+            .client
+            .get(kinds::EVENT, &c.namespace, &c.name)
+            .await
+            .ok()?;
+        match self
+            .client
+            .update(kinds::EVENT, next(Arc::unwrap_or_clone(current)))
+            .await
+        {
+            Ok(written) => Some(written),
+            Err(e) => {
+                tracing::debug!(error = %e, "event not recorded");
+                None
+            }
         }
     }
 
@@ -192,35 +256,26 @@ impl Recorder {
             event["type"].as_str().unwrap_or(""),
         );
         let mut event = event;
-        match self.correlate(&source_key, key.clone(), &message, now) {
-            Ok(false) => {}
-            Ok(true) => {
-                event["message"] = json!(format!("{COMBINED}{message}"));
-                self.remember_combined(&source_key, &key, ns, obj::name(&event), &ts);
-            }
-            Err((ans, name, count, first)) => {
-                match self.client.get(kinds::EVENT, &ans, &name).await {
-                    Ok(current) => {
-                        let mut next = Arc::unwrap_or_clone(current);
-                        next["count"] = json!(count);
-                        next["lastTimestamp"] = json!(ts);
-                        next["firstTimestamp"] = json!(first);
-                        next["message"] = json!(format!("{COMBINED}{message}"));
-                        if let Err(e) = self.client.update(kinds::EVENT, next).await {
-                            tracing::debug!(error = %e, reason, "event not recorded");
-                        }
-                        return;
-                    }
-                    // Gone (expired or deleted): a new aggregate takes its place.
-                    Err(_) => {
-                        event["message"] = json!(format!("{COMBINED}{message}"));
-                        self.remember_combined(&source_key, &key, ns, obj::name(&event), &ts);
-                    }
+        let combined = match self.correlate(&source_key, key.clone(), &message, now) {
+            Ok(false) => false,
+            Ok(true) => true,
+            Err(c) => {
+                if let Some(written) = self.update_combined(&c, &ts, &message).await {
+                    self.remember_written(&source_key, &key, written);
+                    return;
                 }
+                // Gone (expired or deleted): a new aggregate takes its place.
+                true
             }
+        };
+        if combined {
+            event["message"] = json!(format!("{COMBINED}{message}"));
+            self.remember_combined(&source_key, &key, ns, obj::name(&event), &ts);
         }
-        if let Err(e) = self.client.create(kinds::EVENT, event).await {
-            tracing::debug!(error = %e, reason, "event not recorded");
+        match self.client.create(kinds::EVENT, event).await {
+            Ok(written) if combined => self.remember_written(&source_key, &key, written),
+            Ok(_) => {}
+            Err(e) => tracing::debug!(error = %e, reason, "event not recorded"),
         }
     }
 }
@@ -267,9 +322,38 @@ mod tests {
             combined[0]["message"],
             "(combined from similar events): Created pod: web-11"
         );
+
+        // Written by someone else meanwhile: read back, the count goes on.
+        let mut edited = (**combined[0]).clone();
+        edited["metadata"]["labels"] = json!({"seen": "yes"});
+        client.update(kinds::EVENT, edited).await.unwrap();
+        created_pod(&recorder, &rs, 12).await;
+        let name = obj::name(combined[0]);
+        let current = client.get(kinds::EVENT, "default", name).await.unwrap();
+        assert_eq!(
+            (
+                current["count"].clone(),
+                current["metadata"]["labels"]["seen"].clone()
+            ),
+            (json!(4), json!("yes"))
+        );
+        // Deleted (expired): a new aggregate takes its place.
+        client
+            .delete(kinds::EVENT, "default", name, Default::default())
+            .await
+            .unwrap();
+        created_pod(&recorder, &rs, 13).await;
+        let events = client
+            .list(kinds::EVENT, Some("default"), None)
+            .await
+            .unwrap();
+        assert_eq!(events.len(), 10);
+        assert!(events.iter().any(|e| e["count"] == 1
+            && e["message"] == "(combined from similar events): Created pod: web-13"));
+
         // After the window, similar events start afresh.
         clock.advance(AGGREGATE_WINDOW + Duration::from_secs(1));
-        created_pod(&recorder, &rs, 12).await;
+        created_pod(&recorder, &rs, 14).await;
         assert_eq!(client.count(kinds::EVENT), 11);
     }
 }

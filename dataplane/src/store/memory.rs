@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use super::deletion::{self, Plan};
+use super::encoding::Encoding;
 use super::{
     DeleteOptions, DeleteStrategy, Deleted, Event, EventKind, NAMESPACES, Object, ObjectKey,
     Preconditions, Snapshot, Store, Stored, Subscription, WatchFrom, split_group_resource,
@@ -237,6 +238,10 @@ impl MemoryStore {
     fn check_size(&self, key: &ObjectKey, v: &Value) -> Result<(), ApiError> {
         let mut counter = ByteCount(0);
         let size = serde_json::to_writer(&mut counter, v).map_or(usize::MAX, |()| counter.0);
+        self.check_encoded_size(key, size)
+    }
+
+    fn check_encoded_size(&self, key: &ObjectKey, size: usize) -> Result<(), ApiError> {
         if size > self.limits.max_object_bytes {
             tracing::info!(?key, size, "object too large");
             return Err(ApiError::TooLarge(
@@ -246,6 +251,25 @@ impl MemoryStore {
         Ok(())
     }
 
+    /// Checks the size of what `object` will be stored as; for a resource
+    /// kept encoded, encodes it then, before the write takes the lock.
+    fn check_and_encode(
+        &self,
+        key: &ObjectKey,
+        object: &mut Value,
+    ) -> Result<Option<Encoding>, ApiError> {
+        if !ENCODED_RESOURCES.contains(&key.resource.as_str()) {
+            return self.check_size(key, object).map(|()| None);
+        }
+        match Encoding::of(object) {
+            Some(encoding) => {
+                self.check_encoded_size(key, encoding.len())?;
+                Ok(Some(encoding))
+            }
+            None => self.check_size(key, object).map(|()| None),
+        }
+    }
+
     /// Applies one write under the lock: stamps the resourceVersion, updates the
     /// resource's map, records and broadcasts the event.
     fn commit(
@@ -253,16 +277,29 @@ impl MemoryStore {
         st: &mut State,
         kind: EventKind,
         key: &ObjectKey,
+        object: Value,
+        prev: Option<Object>,
+    ) -> Object {
+        self.commit_encoded(st, kind, key, object, prev, None)
+    }
+
+    /// [`Self::commit`], with the object's JSON made before the lock was taken.
+    fn commit_encoded(
+        &self,
+        st: &mut State,
+        kind: EventKind,
+        key: &ObjectKey,
         mut object: Value,
         prev: Option<Object>,
+        encoding: Option<Encoding>,
     ) -> Object {
         st.rv += 1;
         meta_mut(&mut object).insert("resourceVersion".into(), json!(st.rv.to_string()));
         let object = Arc::new(object);
-        let stored = if ENCODED_RESOURCES.contains(&key.resource.as_str()) {
-            Stored::encode(&object)
-        } else {
-            Stored::Decoded(object.clone())
+        let stored = match encoding {
+            Some(encoding) => Stored::Encoded(encoding.finish(st.rv)),
+            None if ENCODED_RESOURCES.contains(&key.resource.as_str()) => Stored::encode(&object),
+            None => Stored::Decoded(object.clone()),
         };
         let encoded = std::sync::OnceLock::new();
         if let Stored::Encoded(json) = &stored {
@@ -521,7 +558,7 @@ impl Store for MemoryStore {
             object["spec"] = json!({"finalizers": ["kubernetes"]});
             object["status"] = json!({"phase": "Active"});
         }
-        self.check_size(key, &object)?;
+        let encoding = self.check_and_encode(key, &mut object)?;
         let mut st = self.write();
         if !key.namespace.is_empty()
             && !st
@@ -542,7 +579,7 @@ impl Store for MemoryStore {
         {
             return Err(ApiError::AlreadyExists(target(key)));
         }
-        Ok(self.commit(&mut st, EventKind::Added, key, object, None))
+        Ok(self.commit_encoded(&mut st, EventKind::Added, key, object, None, encoding))
     }
 
     fn update(
@@ -614,7 +651,7 @@ impl Store for MemoryStore {
             // A no-op write changes nothing, as upstream: same resourceVersion.
             return Ok(current);
         }
-        self.check_size(key, &object)?;
+        let encoding = self.check_and_encode(key, &mut object)?;
         if deletion::removes_on_update(&object, &current, key.resource == NAMESPACES) {
             // As upstream: the update is not written; watchers see the last
             // stored state deleted, the writer gets its object back.
@@ -631,7 +668,14 @@ impl Store for MemoryStore {
             );
             return Ok(Arc::new(object));
         }
-        Ok(self.commit(&mut st, EventKind::Modified, key, object, Some(current)))
+        Ok(self.commit_encoded(
+            &mut st,
+            EventKind::Modified,
+            key,
+            object,
+            Some(current),
+            encoding,
+        ))
     }
 
     fn delete_with(

@@ -18,6 +18,7 @@ use crate::error::ApiError;
 
 pub mod deletion;
 mod dry_run;
+mod encoding;
 mod image;
 mod memory;
 

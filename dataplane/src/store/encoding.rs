@@ -1,0 +1,99 @@
+//! The JSON of an object kept encoded ([`super::Stored::Encoded`]), made
+//! before its write takes the store's lock: all but the resourceVersion,
+//! which only the write knows and which is spliced in under the lock.
+
+use serde_json::{Value, json};
+
+/// An object's JSON, but for the value of `metadata.resourceVersion`.
+#[derive(Debug)]
+pub(super) struct Encoding {
+    json: Vec<u8>,
+    /// Where the resourceVersion's value goes.
+    rv_at: usize,
+}
+
+impl Encoding {
+    /// Encodes `object`, giving it a `metadata.resourceVersion` to be filled
+    /// in if it has none, so the key is in its place; `None` if it is not an
+    /// object with an object `metadata`.
+    pub(super) fn of(object: &mut Value) -> Option<Self> {
+        let meta = object.get_mut("metadata")?.as_object_mut()?;
+        meta.entry("resourceVersion").or_insert_with(|| json!(""));
+        let mut json = Vec::with_capacity(1024);
+        let mut rv_at = None;
+        json.push(b'{');
+        for (i, (k, v)) in object.as_object()?.iter().enumerate() {
+            if i > 0 {
+                json.push(b',');
+            }
+            serde_json::to_writer(&mut json, k).ok()?;
+            json.push(b':');
+            if k != "metadata" {
+                serde_json::to_writer(&mut json, v).ok()?;
+                continue;
+            }
+            json.push(b'{');
+            for (j, (mk, mv)) in v.as_object()?.iter().enumerate() {
+                if j > 0 {
+                    json.push(b',');
+                }
+                serde_json::to_writer(&mut json, mk).ok()?;
+                json.push(b':');
+                if mk == "resourceVersion" {
+                    rv_at = Some(json.len());
+                } else {
+                    serde_json::to_writer(&mut json, mv).ok()?;
+                }
+            }
+            json.push(b'}');
+        }
+        json.push(b'}');
+        Some(Self {
+            json,
+            rv_at: rv_at?,
+        })
+    }
+
+    /// Its size once its resourceVersion is in, at most.
+    pub(super) fn len(&self) -> usize {
+        // A quoted u64.
+        self.json.len() + 22
+    }
+
+    /// The JSON with `rv` in, in an allocation of exactly its size.
+    pub(super) fn finish(&self, rv: u64) -> bytes::Bytes {
+        let rv = rv.to_string();
+        let mut out = Vec::with_capacity(self.json.len() + rv.len() + 2);
+        out.extend_from_slice(&self.json[..self.rv_at]);
+        out.push(b'"');
+        out.extend_from_slice(rv.as_bytes());
+        out.push(b'"');
+        out.extend_from_slice(&self.json[self.rv_at..]);
+        bytes::Bytes::from(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_json_is_the_objects_once_its_resource_version_is_in() {
+        for mut object in [
+            json!({"apiVersion": "v1", "kind": "Event", "count": 2, "reason": "Started",
+                   "metadata": {"name": "e", "namespace": "ns", "uid": "u", "annotations": {"a": "\"b\""}},
+                   "involvedObject": {"kind": "Pod", "name": "p"}}),
+            json!({"metadata": {"resourceVersion": "7", "name": "e"}, "message": "ünïcode"}),
+            json!({"metadata": {}}),
+            json!({"zzz": 1, "metadata": {"zzz": 2}}),
+        ] {
+            let encoding = Encoding::of(&mut object).unwrap();
+            object["metadata"]["resourceVersion"] = json!("12345");
+            let json = encoding.finish(12345);
+            assert_eq!(*json, serde_json::to_vec(&object).unwrap()[..]);
+            assert!(encoding.len() >= json.len());
+        }
+        assert!(Encoding::of(&mut json!({"metadata": "x"})).is_none());
+        assert!(Encoding::of(&mut json!([1])).is_none());
+    }
+}
