@@ -5,9 +5,10 @@
 //! it ever recorded.
 //!
 //! Each write of an Event is looked at again once its lease would end; the
-//! Event is then deleted unless it says it was recorded since (its creation,
+//! Event is then deleted unless it says it was written since: its creation,
 //! `lastTimestamp`, `eventTime` or `series.lastObservedTime`, which every
-//! recorder write moves).
+//! recorder write moves, or a `managedFields` time, which every write through
+//! the API moves (a `kubectl label` renews the lease, as in etcd).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,8 +23,13 @@ use super::runtime::{ObjKey, Reconciler, Registration, Requeue, Runtime};
 /// kube-apiserver's default `--event-ttl`.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
 
-/// When `event` was last recorded, as far as it says.
+/// When `event` was last written, as far as it says.
 fn last_recorded(event: &Value) -> Option<DateTime<Utc>> {
+    let managed = event["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| obj::time_at(entry, &["time"]));
     [
         &["metadata", "creationTimestamp"][..],
         &["lastTimestamp"],
@@ -32,6 +38,7 @@ fn last_recorded(event: &Value) -> Option<DateTime<Utc>> {
     ]
     .iter()
     .filter_map(|path| obj::time_at(event, path))
+    .chain(managed)
     .max()
 }
 
@@ -121,6 +128,14 @@ mod tests {
             last_recorded(&e),
             obj::parse_time("2026-01-01T00:20:00Z"),
             "the series' last observation is the latest"
+        );
+        let labelled = json!({"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z",
+            "managedFields": [{"manager": "kubectl-label", "operation": "Update", "time": "2026-01-01T00:30:00Z"}]},
+            "lastTimestamp": "2026-01-01T00:10:00Z"});
+        assert_eq!(
+            last_recorded(&labelled),
+            obj::parse_time("2026-01-01T00:30:00Z"),
+            "a write through the API renews the lease"
         );
         let created = json!({"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"}});
         assert_eq!(

@@ -263,7 +263,7 @@ impl MemoryStore {
         }
         match Encoding::of(object) {
             Some(encoding) => {
-                self.check_encoded_size(key, encoding.len())?;
+                self.check_encoded_size(key, encoding.max_len())?;
                 Ok(Some(encoding))
             }
             None => self.check_size(key, object).map(|()| None),
