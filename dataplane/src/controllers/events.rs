@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 use kemu_shared::SharedClock;
 use serde_json::{Value, json};
 
-use super::client::{Client, kinds};
+use super::client::{Client, ClientError, kinds};
 use super::obj;
 
 /// `Normal` or `Warning`.
@@ -159,8 +159,13 @@ impl Recorder {
     }
 
     /// Writes occurrence `c.count` into the aggregate Event; answers it as
-    /// written, or `None` when it is gone.
-    async fn update_combined(&self, c: &Combined, ts: &str, message: &str) -> Option<Arc<Value>> {
+    /// written (`NotFound` when it is gone).
+    async fn update_combined(
+        &self,
+        c: &Combined,
+        ts: &str,
+        message: &str,
+    ) -> Result<Arc<Value>, ClientError> {
         let next = |mut e: Value| {
             let count = c.count.max(e["count"].as_i64().unwrap_or(0) + 1);
             e["count"] = json!(count);
@@ -169,28 +174,16 @@ impl Recorder {
             e["message"] = json!(format!("{COMBINED}{message}"));
             e
         };
-        if let Some(w) = &c.written {
-            // Conflicts when someone else wrote it since: read it then.
-            if let Ok(written) = self.client.update(kinds::EVENT, next((**w).clone())).await {
-                return Some(written);
-            }
+        // Conflicts when someone else wrote it since: read it then.
+        if let Some(w) = &c.written
+            && let Ok(written) = self.client.update(kinds::EVENT, next((**w).clone())).await
+        {
+            return Ok(written);
         }
-        let current = self
-            .client
-            .get(kinds::EVENT, &c.namespace, &c.name)
-            .await
-            .ok()?;
-        match self
-            .client
+        let current = self.client.get(kinds::EVENT, &c.namespace, &c.name).await?;
+        self.client
             .update(kinds::EVENT, next(Arc::unwrap_or_clone(current)))
             .await
-        {
-            Ok(written) => Some(written),
-            Err(e) => {
-                tracing::debug!(error = %e, "event not recorded");
-                None
-            }
-        }
     }
 
     /// Records an Event about `involved` from `component` (e.g.
@@ -259,14 +252,18 @@ impl Recorder {
         let combined = match self.correlate(&source_key, key.clone(), &message, now) {
             Ok(false) => false,
             Ok(true) => true,
-            Err(c) => {
-                if let Some(written) = self.update_combined(&c, &ts, &message).await {
+            Err(c) => match self.update_combined(&c, &ts, &message).await {
+                Ok(written) => {
                     self.remember_written(&source_key, &key, written);
                     return;
                 }
                 // Gone (expired or deleted): a new aggregate takes its place.
-                true
-            }
+                Err(ClientError::NotFound(_)) => true,
+                Err(e) => {
+                    tracing::debug!(error = %e, reason, "event not recorded");
+                    return;
+                }
+            },
         };
         if combined {
             event["message"] = json!(format!("{COMBINED}{message}"));
