@@ -62,16 +62,6 @@ impl Stored {
             })),
         }
     }
-
-    /// The value's JSON (encoded afresh when kept decoded).
-    pub fn json(&self) -> bytes::Bytes {
-        match self {
-            Stored::Decoded(o) => serde_json::to_vec(&**o)
-                .map(bytes::Bytes::from)
-                .unwrap_or_default(),
-            Stored::Encoded(json) => json.clone(),
-        }
-    }
 }
 
 impl From<Object> for Stored {
