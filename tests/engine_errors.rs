@@ -61,7 +61,7 @@ fn setup(clock: std::sync::Arc<FakeClock>) -> (Kemu, Api) {
         .build()
         .unwrap();
     let server = kemu::shared::advertise(&a).server_url().unwrap();
-    common::wait_for_root_ca(&kemu, &a, "default");
+    common::wait_for_bootstrap(&kemu, &a);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -140,8 +140,28 @@ pub fn https_client(ca_pem: &str) -> reqwest::Client {
 /// Waits (bounded) until the controllers have published `kube-root-ca.crt` in
 /// `namespace` of `cluster`, as they do in every namespace of a real cluster.
 pub fn wait_for_root_ca(kemu: &kemu::Kemu, cluster: &ClusterRecord, namespace: &str) {
+    wait_for_object(kemu, cluster, "configmaps", namespace, "kube-root-ca.crt");
+}
+
+/// Waits until the namespace controller has given every initial namespace
+/// its `kube-root-ca.crt` and `default` ServiceAccount, so a test that
+/// compares resourceVersions sees no write of its own start-up.
+pub fn wait_for_bootstrap(kemu: &kemu::Kemu, cluster: &ClusterRecord) {
+    for ns in kemu_dataplane::store::INITIAL_NAMESPACES {
+        wait_for_object(kemu, cluster, "configmaps", ns, "kube-root-ca.crt");
+        wait_for_object(kemu, cluster, "serviceaccounts", ns, "default");
+    }
+}
+
+fn wait_for_object(
+    kemu: &kemu::Kemu,
+    cluster: &ClusterRecord,
+    resource: &str,
+    namespace: &str,
+    name: &str,
+) {
     let dataplane = kemu.dataplane().expect("data plane");
-    let key = kemu_dataplane::store::ObjectKey::new("configmaps", namespace, "kube-root-ca.crt");
+    let key = kemu_dataplane::store::ObjectKey::new(resource, namespace, name);
     for _ in 0..1000 {
         let store = dataplane.engine().store(&cluster.id);
         if store.is_some_and(|s| s.get(&key).is_some()) {
@@ -149,7 +169,7 @@ pub fn wait_for_root_ca(kemu: &kemu::Kemu, cluster: &ClusterRecord, namespace: &
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    panic!("kube-root-ca.crt never appeared in {namespace}");
+    panic!("{resource} {namespace}/{name} never appeared");
 }
 
 pub fn text(out: &Output) -> String {
