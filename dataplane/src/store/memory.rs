@@ -28,6 +28,10 @@ pub const INITIAL_NAMESPACES: [&str; 4] =
 /// and the Event recorder's aggregation read back.
 pub const ENCODED_RESOURCES: [&str; 1] = ["events"];
 
+fn kept_encoded(resource: &str) -> bool {
+    ENCODED_RESOURCES.contains(&resource)
+}
+
 /// How much a store keeps.
 #[derive(Debug, Clone)]
 pub struct StoreLimits {
@@ -258,7 +262,7 @@ impl MemoryStore {
         key: &ObjectKey,
         object: &mut Value,
     ) -> Result<Option<Encoding>, ApiError> {
-        if !ENCODED_RESOURCES.contains(&key.resource.as_str()) {
+        if !kept_encoded(&key.resource) {
             return self.check_size(key, object).map(|()| None);
         }
         match Encoding::of(object) {
@@ -296,22 +300,25 @@ impl MemoryStore {
         st.rv += 1;
         meta_mut(&mut object).insert("resourceVersion".into(), json!(st.rv.to_string()));
         let object = Arc::new(object);
-        let stored = match encoding {
-            Some(encoding) => Stored::Encoded(encoding.finish(st.rv)),
-            None if ENCODED_RESOURCES.contains(&key.resource.as_str()) => Stored::encode(&object),
-            None => Stored::Decoded(object.clone()),
+        // A deleted object leaves the map: nothing to encode (watchers encode
+        // its last state if they need it).
+        let stored = match (kind, encoding) {
+            (EventKind::Deleted, _) => None,
+            (_, Some(encoding)) => Some(Stored::Encoded(encoding.finish(st.rv))),
+            _ if kept_encoded(&key.resource) => Some(Stored::encode(&object)),
+            _ => Some(Stored::Decoded(object.clone())),
         };
         let encoded = std::sync::OnceLock::new();
-        if let Stored::Encoded(json) = &stored {
+        if let Some(Stored::Encoded(json)) = &stored {
             let _ = encoded.set(json.clone());
         }
         let map = Arc::make_mut(st.resources.entry(key.resource.clone()).or_default());
         let map_key = (key.namespace.clone(), key.name.clone());
-        match kind {
-            EventKind::Deleted => {
+        match stored {
+            None => {
                 map.remove(&map_key);
             }
-            _ => {
+            Some(stored) => {
                 map.insert(map_key, stored);
             }
         }
@@ -388,12 +395,16 @@ impl MemoryStore {
         Ok(())
     }
 
+    /// What is stored at `key`.
+    fn stored<'a>(st: &'a State, key: &ObjectKey) -> Option<&'a Stored> {
+        st.resources
+            .get(&key.resource)?
+            .get(&(key.namespace.clone(), key.name.clone()))
+    }
+
     /// The object stored at `key`.
     fn current(st: &State, key: &ObjectKey) -> Option<Object> {
-        st.resources
-            .get(&key.resource)
-            .and_then(|m| m.get(&(key.namespace.clone(), key.name.clone())))
-            .map(Stored::object)
+        Self::stored(st, key).map(Stored::object)
     }
 
     fn delete_locked(
@@ -464,13 +475,7 @@ impl Store for MemoryStore {
     }
 
     fn get(&self, key: &ObjectKey) -> Option<Object> {
-        let stored = self
-            .state
-            .read()
-            .resources
-            .get(&key.resource)?
-            .get(&(key.namespace.clone(), key.name.clone()))
-            .cloned()?;
+        let stored = Self::stored(&self.state.read(), key)?.clone();
         // Decoded after the lock is released.
         Some(stored.object())
     }
