@@ -189,6 +189,7 @@ pub fn write_store(w: &mut impl Write, cluster: &str, image: &StoreImage) -> std
         }
     }
     for (at, event) in &image.history {
+        let (object, prev) = (event.object(), event.prev());
         #[derive(Serialize)]
         struct Hist<'a> {
             t: &'static str,
@@ -214,8 +215,8 @@ pub fn write_store(w: &mut impl Write, cluster: &str, image: &StoreImage) -> std
                 r: &event.key.resource,
                 ns: &event.key.namespace,
                 n: &event.key.name,
-                o: &event.object,
-                p: event.prev.as_deref(),
+                o: &object,
+                p: prev.as_deref(),
             },
         )?;
         w.write_all(b"\n")?;
@@ -298,18 +299,17 @@ impl Replay {
                 let store = self.store_of(line.c.as_deref())?;
                 let kind = kind_of(line.k.as_deref())?;
                 let (r, ns, n) = key_parts(line.r, line.ns, line.n)?;
-                let event = Event {
-                    rv: line.rv.unwrap_or(0),
+                let event = Event::new(
+                    line.rv.unwrap_or(0),
                     kind,
-                    key: ObjectKey {
+                    ObjectKey {
                         resource: r,
                         namespace: ns,
                         name: n,
                     },
-                    object: Arc::new(line.o.ok_or("hist line without an object")?),
-                    prev: line.p.map(Arc::new),
-                    encoded: Default::default(),
-                };
+                    Arc::new(line.o.ok_or("hist line without an object")?),
+                    line.p.map(|p| Stored::Decoded(Arc::new(p))),
+                );
                 push_history(store, line.at.unwrap_or_default(), event, limit);
             }
             "ev" => {
@@ -331,21 +331,14 @@ impl Replay {
                 let prev = match kind {
                     EventKind::Deleted => map.remove(&map_key),
                     _ => map.insert(map_key, Stored::Decoded(object.clone())),
-                }
-                .map(|stored| stored.object());
-                store.rv = rv;
-                let event = Event {
-                    rv,
-                    kind,
-                    key: ObjectKey {
-                        resource: r,
-                        namespace: ns,
-                        name: n,
-                    },
-                    object,
-                    prev,
-                    encoded: Default::default(),
                 };
+                store.rv = rv;
+                let key = ObjectKey {
+                    resource: r,
+                    namespace: ns,
+                    name: n,
+                };
+                let event = Event::new(rv, kind, key, object, prev);
                 push_history(store, line.at.unwrap_or_default(), event, limit);
             }
             other => return Err(format!("unknown line type {other:?}")),
@@ -413,16 +406,14 @@ mod tests {
     use serde_json::json;
 
     fn ev(rv: u64, kind: EventKind, name: &str) -> Event {
-        Event {
+        let object = json!({"metadata": {"name": name, "resourceVersion": rv.to_string()}});
+        Event::new(
             rv,
             kind,
-            key: ObjectKey::new("configmaps", "default", name),
-            object: Arc::new(
-                json!({"metadata": {"name": name, "resourceVersion": rv.to_string()}}),
-            ),
-            prev: None,
-            encoded: Default::default(),
-        }
+            ObjectKey::new("configmaps", "default", name),
+            Arc::new(object),
+            None,
+        )
     }
 
     fn parse(bytes: &[u8]) -> Line {
@@ -457,7 +448,7 @@ mod tests {
         assert_eq!(store.object_count(), 1);
         assert_eq!(store.history.len(), 3);
         assert!(
-            store.history[2].1.prev.is_some(),
+            store.history[2].1.prev().is_some(),
             "a delete knows what it removed"
         );
     }

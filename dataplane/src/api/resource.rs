@@ -475,7 +475,7 @@ impl Handler<'_> {
                 break;
             }
         }
-        let remaining = rest.filter(|(k, s)| filter.covers(k, s)).count();
+        let remaining = rest.filter(|(k, s)| filter.covers(&k.0, s)).count();
         let mut meta = json!({ "resourceVersion": snapshot.rv.to_string() });
         if remaining > 0
             && let Some((ns, name)) = last

@@ -60,11 +60,11 @@ impl Filter {
         self.matches(&object).then_some(object)
     }
 
-    /// Whether the object stored at `key` is covered, decoded only when a
-    /// selector needs it.
-    pub fn covers(&self, key: &(String, String), stored: &Stored) -> bool {
+    /// Whether the object stored in `namespace` is covered, decoded only
+    /// when a selector needs it.
+    pub fn covers(&self, namespace: &str, stored: &Stored) -> bool {
         if self.labels.is_empty() && self.fields.is_empty() {
-            return self.namespace.as_deref().is_none_or(|ns| ns == key.0);
+            return self.namespace.as_deref().is_none_or(|ns| ns == namespace);
         }
         self.admits(stored).is_some()
     }
@@ -165,11 +165,12 @@ impl Watcher {
             return true;
         }
         let f = &self.req.filter;
-        let now = event.kind != EventKind::Deleted && f.matches(&event.object);
+        let ns = &event.key.namespace;
+        let now = event.kind != EventKind::Deleted && f.covers(ns, event.stored());
         let before = match event.kind {
             EventKind::Added => false,
-            EventKind::Deleted => f.matches(&event.object),
-            EventKind::Modified => event.prev.as_deref().is_some_and(|p| f.matches(p)),
+            EventKind::Deleted => f.covers(ns, event.stored()),
+            EventKind::Modified => event.prev_stored().is_some_and(|p| f.covers(ns, p)),
         };
         let kind = match (before, now) {
             (false, true) => "ADDED",
@@ -178,11 +179,11 @@ impl Watcher {
             (false, false) => return true,
         };
         if self.req.table.is_some() {
-            let object = self.render(&event.object);
+            let object = self.render(&event.object());
             return self.send(kind, object).await;
         }
         if strategy::converts(&self.req.rt) {
-            let object = strategy::present(&self.req.rt, &event.object).into_owned();
+            let object = strategy::present(&self.req.rt, &event.object()).into_owned();
             return self.send(kind, object).await;
         }
         // The object's JSON is encoded once per write, shared by every watcher.

@@ -55,6 +55,9 @@ use serde_json::{Value, json};
 use thiserror::Error;
 use tokio::sync::mpsc;
 
+use super::runtime::ObjKey;
+use crate::store::Stored;
+
 use super::obj;
 use crate::label_selector::LabelSelector;
 use crate::resources::{ResourceRegistry, ResourceType, scale};
@@ -210,6 +213,23 @@ pub struct WatchEvent {
     pub kind: EventType,
     /// The object after the change (before it, for `Deleted`).
     pub object: Arc<Value>,
+    /// The version before the change, when the source has it decoded.
+    pub prev: Option<Arc<Value>>,
+    /// The object's JSON, when the source keeps the object encoded (the
+    /// informer then keeps these bytes instead of the decoded tree).
+    pub json: Option<bytes::Bytes>,
+}
+
+impl WatchEvent {
+    /// An event with the object alone.
+    pub fn new(kind: EventType, object: Arc<Value>) -> Self {
+        Self {
+            kind,
+            object,
+            prev: None,
+            json: None,
+        }
+    }
 }
 
 /// A watch: see the module docs for its guarantees.
@@ -328,6 +348,18 @@ pub trait Client: Send + Sync + 'static {
         selector: Option<&'a LabelSelector>,
     ) -> BoxFuture<'a, Result<Vec<Arc<Value>>>>;
 
+    /// Every object of `kind` with its key, as the source holds it: kinds the
+    /// store keeps encoded as their JSON, decoded by whoever needs them.
+    fn list_stored(&self, kind: Kind) -> BoxFuture<'_, Result<Vec<(ObjKey, Stored)>>> {
+        Box::pin(async move {
+            let objects = self.list(kind, None, None).await?;
+            Ok(objects
+                .into_iter()
+                .map(|o| (ObjKey::of(&o), Stored::Decoded(o)))
+                .collect())
+        })
+    }
+
     /// Creates `object`; answers it as stored (shared with the store: no
     /// copy per write).
     fn create(&self, kind: Kind, object: Value) -> BoxFuture<'_, Result<Arc<Value>>>;
@@ -445,13 +477,7 @@ impl MemClient {
 
     fn emit(state: &mut MemState, kind: Kind, event: EventType, object: Arc<Value>) {
         if let Some(list) = state.watchers.get_mut(&kind) {
-            list.retain(|tx| {
-                tx.send(WatchEvent {
-                    kind: event,
-                    object: object.clone(),
-                })
-                .is_ok()
-            });
+            list.retain(|tx| tx.send(WatchEvent::new(event, object.clone())).is_ok());
         }
     }
 
@@ -773,10 +799,7 @@ impl Client for MemClient {
         let mut state = self.state.lock();
         if let Some(b) = state.objects.get(&kind) {
             for v in b.values() {
-                let _ = tx.send(WatchEvent {
-                    kind: EventType::Added,
-                    object: v.clone(),
-                });
+                let _ = tx.send(WatchEvent::new(EventType::Added, v.clone()));
             }
         }
         state.watchers.entry(kind).or_default().push(tx);

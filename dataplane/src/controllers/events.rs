@@ -9,7 +9,7 @@
 //! Event whose message starts `(combined from similar events): ` and whose
 //! `count` grows.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -42,12 +42,22 @@ pub const AGGREGATE_WINDOW: Duration = Duration::from_secs(600);
 /// an LRU of 4096).
 const AGGREGATE_KEYS: usize = 4096;
 
-/// Similar events of one object, reason and source.
+/// Similar events of one object, reason and source. Kept for every such key
+/// (four per Pod a kubelet starts), so small: messages as their hashes, the
+/// aggregate only once there is one.
 #[derive(Default)]
 struct Similar {
-    messages: HashSet<String>,
+    messages: Vec<u64>,
     last: Option<DateTime<Utc>>,
-    combined: Option<Combined>,
+    combined: Option<Box<Combined>>,
+}
+
+/// A fixed hash of `text` (not randomized per process: deterministic).
+fn digest(text: &str) -> u64 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut h = DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
 }
 
 /// The aggregate Event of similar events.
@@ -73,7 +83,8 @@ pub struct Recorder {
     clock: SharedClock,
     seq: Arc<AtomicU64>,
     // Per source (component and host): aggregation key → similar events.
-    similar: Arc<Mutex<HashMap<String, HashMap<String, Similar>>>>,
+    // Keys are hashed: a 64-bit collision would merely aggregate two keys.
+    similar: Arc<Mutex<HashMap<String, HashMap<u64, Similar>>>>,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -99,7 +110,7 @@ impl Recorder {
     fn correlate(
         &self,
         source: &str,
-        key: String,
+        key: u64,
         message: &str,
         now: DateTime<Utc>,
     ) -> Result<bool, Combined> {
@@ -114,8 +125,9 @@ impl Recorder {
             *s = Similar::default();
         }
         s.last = Some(now);
-        if s.messages.len() < AGGREGATE_AFTER {
-            s.messages.insert(message.to_owned());
+        let message = digest(message);
+        if s.messages.len() < AGGREGATE_AFTER && !s.messages.contains(&message) {
+            s.messages.push(message);
         }
         if s.messages.len() < AGGREGATE_AFTER {
             return Ok(false);
@@ -123,34 +135,34 @@ impl Recorder {
         match &mut s.combined {
             Some(c) => {
                 c.count += 1;
-                Err(c.clone())
+                Err((**c).clone())
             }
             None => Ok(true),
         }
     }
 
-    fn remember_combined(&self, source: &str, key: &str, ns: &str, name: &str, first: &str) {
+    fn remember_combined(&self, source: &str, key: u64, ns: &str, name: &str, first: &str) {
         if let Some(s) = self
             .similar
             .lock()
             .get_mut(source)
-            .and_then(|m| m.get_mut(key))
+            .and_then(|m| m.get_mut(&key))
         {
-            s.combined = Some(Combined {
+            s.combined = Some(Box::new(Combined {
                 namespace: ns.to_owned(),
                 name: name.to_owned(),
                 count: 1,
                 first: first.to_owned(),
                 written: None,
-            });
+            }));
         }
     }
 
-    fn remember_written(&self, source: &str, key: &str, written: Arc<Value>) {
+    fn remember_written(&self, source: &str, key: u64, written: Arc<Value>) {
         let mut all = self.similar.lock();
         if let Some(c) = all
             .get_mut(source)
-            .and_then(|m| m.get_mut(key))
+            .and_then(|m| m.get_mut(&key))
             .and_then(|s| s.combined.as_mut())
             && c.name == obj::name(&written)
         {
@@ -241,20 +253,20 @@ impl Recorder {
             "reportingInstance": host.unwrap_or(""),
         });
         let source_key = format!("{component}/{}", host.unwrap_or(""));
-        let key = format!(
+        let key = digest(&format!(
             "{}/{ns}/{}/{}/{}/{reason}",
             involved["kind"].as_str().unwrap_or(""),
             obj::name(involved),
             obj::uid(involved),
             event["type"].as_str().unwrap_or(""),
-        );
+        ));
         let mut event = event;
-        let combined = match self.correlate(&source_key, key.clone(), &message, now) {
+        let combined = match self.correlate(&source_key, key, &message, now) {
             Ok(false) => false,
             Ok(true) => true,
             Err(c) => match self.update_combined(&c, &ts, &message).await {
                 Ok(written) => {
-                    self.remember_written(&source_key, &key, written);
+                    self.remember_written(&source_key, key, written);
                     return;
                 }
                 // Gone (expired or deleted): a new aggregate takes its place.
@@ -267,10 +279,10 @@ impl Recorder {
         };
         if combined {
             event["message"] = json!(format!("{COMBINED}{message}"));
-            self.remember_combined(&source_key, &key, ns, obj::name(&event), &ts);
+            self.remember_combined(&source_key, key, ns, obj::name(&event), &ts);
         }
         match self.client.create(kinds::EVENT, event).await {
-            Ok(written) if combined => self.remember_written(&source_key, &key, written),
+            Ok(written) if combined => self.remember_written(&source_key, key, written),
             Ok(_) => {}
             Err(e) => tracing::debug!(error = %e, reason, "event not recorded"),
         }

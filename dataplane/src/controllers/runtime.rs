@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use kemu_shared::SharedClock;
 use parking_lot::{Mutex, RwLock};
@@ -17,8 +18,9 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use super::client::{BoxFuture, Client, ClientError, EventType, Kind, WatchEvent};
+use super::client::{BoxFuture, Client, ClientError, EventType, Kind};
 use super::obj;
+use crate::store::Stored;
 
 /// An object's key within its kind: (namespace, name); namespace `""` when
 /// cluster-scoped.
@@ -87,6 +89,105 @@ impl Activity {
     }
 }
 
+/// How many objects held as JSON an informer also keeps decoded after they
+/// change: the ones its controllers are about to read.
+const RECENT: usize = 2048;
+
+/// One cached object. Of a kind the store keeps encoded, the store's own
+/// bytes (shared, not copied), decoded on each read but while recent.
+struct Cached {
+    rv: u64,
+    uid: String,
+    object: Stored,
+    recent: Option<Arc<Value>>,
+}
+
+impl Cached {
+    fn new(object: &Arc<Value>, json: Option<Bytes>) -> Self {
+        let (object, recent) = match json {
+            Some(json) => (Stored::Encoded(json), Some(object.clone())),
+            None => (Stored::Decoded(object.clone()), None),
+        };
+        let decoded = recent.as_ref().map_or_else(|| object.object(), Arc::clone);
+        Self {
+            rv: obj::resource_version(&decoded),
+            uid: obj::uid(&decoded).to_owned(),
+            object,
+            recent,
+        }
+    }
+
+    fn value(&self) -> Arc<Value> {
+        self.held().value()
+    }
+
+    fn held(&self) -> Held {
+        Held(self.object.clone(), self.recent.clone())
+    }
+
+    /// The value, taken from `hint` (the store's copy of the same version)
+    /// rather than decoded when it can be.
+    fn value_or(&self, hint: Option<&Arc<Value>>) -> Arc<Value> {
+        match (&self.recent, &self.object, hint) {
+            (None, Stored::Encoded(_), Some(h))
+                if obj::resource_version(h) == self.rv && obj::uid(h) == self.uid =>
+            {
+                h.clone()
+            }
+            _ => self.value(),
+        }
+    }
+}
+
+/// How a change reached the informer.
+#[derive(Default)]
+struct Seen {
+    /// A resync's re-delivery, not a watch event.
+    resync: bool,
+    /// The store's JSON of the object, for a kind it keeps encoded.
+    json: Option<Bytes>,
+    /// The version before, decoded, when the watch event carried it.
+    prev: Option<Arc<Value>>,
+}
+
+/// What a read takes from the cache, to decode after the lock is released.
+struct Held(Stored, Option<Arc<Value>>);
+
+impl Held {
+    fn value(&self) -> Arc<Value> {
+        match &self.1 {
+            Some(v) => v.clone(),
+            None => self.0.object(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Cache {
+    objects: HashMap<ObjKey, Cached>,
+    /// Keys (with the version) whose decoded value is kept, oldest first.
+    recent: VecDeque<(ObjKey, u64)>,
+}
+
+impl Cache {
+    fn insert(&mut self, key: ObjKey, cached: Cached) {
+        if cached.recent.is_some() {
+            self.recent.push_back((key.clone(), cached.rv));
+        }
+        self.objects.insert(key, cached);
+        while self.recent.len() > RECENT {
+            let Some((key, rv)) = self.recent.pop_front() else {
+                break;
+            };
+            if let Some(c) = self.objects.get_mut(&key)
+                && c.rv == rv
+            {
+                c.recent = None;
+            }
+        }
+    }
+}
+
 /// One kind's cache, fed by one watch and shared by every controller.
 pub struct Informer {
     kind: Kind,
@@ -94,7 +195,7 @@ pub struct Informer {
     /// its handlers and answers no reads: for kinds too numerous to hold
     /// decoded and that no controller reads back (Events).
     keeps: bool,
-    cache: RwLock<HashMap<ObjKey, Arc<Value>>>,
+    cache: RwLock<Cache>,
     by_owner: RwLock<HashMap<String, HashSet<ObjKey>>>,
     // uids this process deleted, so a late event cannot resurrect them.
     tombstones: Mutex<HashSet<String>>,
@@ -133,7 +234,9 @@ impl Informer {
 
     /// The cached object.
     pub fn get(&self, key: &ObjKey) -> Option<Arc<Value>> {
-        self.cache.read().get(key).cloned()
+        let cached = self.cache.read().objects.get(key).map(Cached::held)?;
+        // Decoded, when it must be, after the lock is released.
+        Some(cached.value())
     }
 
     /// The cached object by namespace and name.
@@ -143,27 +246,48 @@ impl Informer {
 
     /// Every cached object (O(all): for cluster-scoped kinds and tests).
     pub fn list(&self) -> Vec<Arc<Value>> {
-        self.cache.read().values().cloned().collect()
+        let held: Vec<Held> = self
+            .cache
+            .read()
+            .objects
+            .values()
+            .map(Cached::held)
+            .collect();
+        held.iter().map(Held::value).collect()
     }
 
     /// Cached objects in `namespace`.
     pub fn list_namespace(&self, namespace: &str) -> Vec<Arc<Value>> {
-        self.cache
+        let held: Vec<Held> = self
+            .cache
             .read()
+            .objects
             .iter()
             .filter(|(k, _)| k.namespace == namespace)
-            .map(|(_, v)| v.clone())
-            .collect()
+            .map(|(_, c)| c.held())
+            .collect();
+        held.iter().map(Held::value).collect()
+    }
+
+    /// Whether the cache holds `stored` itself at `key`: the same bytes of a
+    /// kind kept encoded.
+    fn holds(&self, key: &ObjKey, stored: &Stored) -> bool {
+        let Stored::Encoded(json) = stored else {
+            return false;
+        };
+        self.cache.read().objects.get(key).is_some_and(|c| {
+            matches!(&c.object, Stored::Encoded(held) if held.as_ptr() == json.as_ptr() && held.len() == json.len())
+        })
     }
 
     /// How many objects are cached.
     pub fn len(&self) -> usize {
-        self.cache.read().len()
+        self.cache.read().objects.len()
     }
 
     /// Whether the cache is empty.
     pub fn is_empty(&self) -> bool {
-        self.cache.read().is_empty()
+        self.cache.read().objects.is_empty()
     }
 
     /// Objects with an ownerReference to `owner_uid` (O(dependents)).
@@ -174,8 +298,12 @@ impl Informer {
             .get(owner_uid)
             .map(|s| s.iter().cloned().collect())
             .unwrap_or_default();
-        let cache = self.cache.read();
-        keys.iter().filter_map(|k| cache.get(k).cloned()).collect()
+        let held: Vec<Held> = {
+            let cache = self.cache.read();
+            let held = keys.iter().filter_map(|k| cache.objects.get(k));
+            held.map(Cached::held).collect()
+        };
+        held.iter().map(Held::value).collect()
     }
 
     /// Objects whose controlling owner is `owner_uid`.
@@ -188,38 +316,52 @@ impl Informer {
     /// Applies a change; answers the previous object and whether handlers
     /// should hear of it. A version the cache already holds (a write this
     /// process observed, then its watch event) is not delivered twice, except
-    /// by a resync.
-    fn apply(&self, kind: EventType, new: &Arc<Value>, resync: bool) -> (Option<Arc<Value>>, bool) {
+    /// by a resync. `json` is the store's encoding of `new` for a kind it
+    /// keeps encoded; `prev`, its decoded previous version when at hand.
+    fn apply(&self, kind: EventType, new: &Arc<Value>, seen: Seen) -> (Option<Arc<Value>>, bool) {
         if !self.keeps {
             return (None, true);
         }
         let key = ObjKey::of(new);
         let uid = obj::uid(new);
+        let rv = obj::resource_version(new);
         let mut cache = self.cache.write();
-        let old = cache.get(&key).cloned();
+        let old = match cache.objects.get_mut(&key) {
+            Some(c) if c.uid == uid && kind != EventType::Deleted => {
+                if self.tombstones.lock().contains(uid) {
+                    return (None, false);
+                }
+                if c.rv > rv || (c.rv == rv && !seen.resync) {
+                    // The watch event of a write this process observed: keep
+                    // the store's bytes rather than the decoded copy.
+                    if c.rv == rv
+                        && let (Some(json), Stored::Decoded(_)) = (&seen.json, &c.object)
+                    {
+                        let fresh = Cached::new(new, Some(json.clone()));
+                        cache.insert(key, fresh);
+                    }
+                    return (None, false);
+                }
+                if c.rv == rv {
+                    // A resync of what the cache holds: nothing to index.
+                    return (Some(new.clone()), true);
+                }
+                Some(c.value_or(seen.prev.as_ref()))
+            }
+            Some(c) => Some(c.value_or(seen.prev.as_ref())),
+            None => None,
+        };
         match kind {
             EventType::Added | EventType::Modified => {
                 if self.tombstones.lock().contains(uid) {
                     return (old, false);
                 }
-                if let Some(o) = &old
-                    && obj::uid(o) == uid
-                {
-                    let (seen, rv) = (obj::resource_version(o), obj::resource_version(new));
-                    if seen > rv || (seen == rv && !resync) {
-                        return (old, false);
-                    }
-                    if seen == rv {
-                        // A resync of what the cache holds: nothing to index.
-                        return (old, true);
-                    }
-                }
-                cache.insert(key.clone(), new.clone());
+                cache.insert(key.clone(), Cached::new(new, seen.json));
             }
             EventType::Deleted => {
                 self.tombstones.lock().remove(uid);
                 if old.as_ref().is_some_and(|o| obj::uid(o) == uid) {
-                    cache.remove(&key);
+                    cache.objects.remove(&key);
                 }
             }
         }
@@ -253,11 +395,11 @@ impl Informer {
     }
 
     fn dispatch(&self, kind: EventType, new: Arc<Value>) {
-        self.dispatch_as(kind, new, false);
+        self.dispatch_as(kind, new, Seen::default());
     }
 
-    fn dispatch_as(&self, kind: EventType, new: Arc<Value>, resync: bool) {
-        let (old, applied) = self.apply(kind, &new, resync);
+    fn dispatch_as(&self, kind: EventType, new: Arc<Value>, seen: Seen) {
+        let (old, applied) = self.apply(kind, &new, seen);
         if !applied {
             return;
         }
@@ -652,9 +794,14 @@ impl Runtime {
                     continue;
                 }
             };
-            while let Some(WatchEvent { kind, object }) = rx.recv().await {
+            while let Some(event) = rx.recv().await {
                 self.activity.busy.fetch_add(1, Ordering::SeqCst);
-                inf.dispatch(kind, object);
+                let seen = Seen {
+                    resync: false,
+                    json: event.json,
+                    prev: event.prev,
+                };
+                inf.dispatch_as(event.kind, event.object, seen);
                 self.activity.busy.fetch_sub(1, Ordering::SeqCst);
                 self.activity.tick();
             }
@@ -666,15 +813,30 @@ impl Runtime {
     /// store and re-delivers each object to the handlers, as client-go's
     /// resync does: reconciles are level-triggered, so one that was missed is
     /// made up for within the period instead of leaving a workload stuck.
+    /// An object the cache holds as the very bytes the store holds is not
+    /// decoded to be re-delivered: its kind (Pods) is numerous, and its
+    /// handlers skip resyncs or wake owners that resync themselves.
     async fn run_resync(self: Arc<Self>, inf: Arc<Informer>) {
         loop {
             self.clock.sleep(RESYNC).await;
-            let Ok(objects) = self.client.list(inf.kind, None, None).await else {
+            let Ok(objects) = self.client.list_stored(inf.kind).await else {
                 continue;
             };
             self.activity.busy.fetch_add(1, Ordering::SeqCst);
-            for object in objects {
-                inf.dispatch_as(EventType::Modified, object, true);
+            for (key, stored) in objects {
+                if inf.holds(&key, &stored) {
+                    continue;
+                }
+                let json = match &stored {
+                    Stored::Encoded(json) => Some(json.clone()),
+                    Stored::Decoded(_) => None,
+                };
+                let seen = Seen {
+                    resync: true,
+                    json,
+                    prev: None,
+                };
+                inf.dispatch_as(EventType::Modified, stored.object(), seen);
             }
             self.activity.busy.fetch_sub(1, Ordering::SeqCst);
             self.activity.tick();
@@ -770,6 +932,55 @@ mod tests {
 
     use super::*;
     use crate::controllers::client::{MemClient, kinds};
+
+    #[tokio::test]
+    async fn pods_are_cached_as_the_stores_own_bytes() {
+        use crate::controllers::store_client::StoreClient;
+        use crate::resources::ClusterResources;
+        use crate::store::{MemoryStore, ObjectKey, Store, StoreLimits};
+
+        let clock = FakeClock::at_epoch();
+        let store = Arc::new(MemoryStore::new(clock.clone(), StoreLimits::default()));
+        let client = StoreClient::new(store.clone(), Arc::new(ClusterResources::default()));
+        let rt = Runtime::new(client.clone(), clock.clone(), &[kinds::POD], &[]);
+        let olds = Arc::new(Mutex::new(Vec::new()));
+        let o = olds.clone();
+        rt.informer(kinds::POD).on_change(move |c| {
+            o.lock().push(c.old.as_ref().map(|v| v["status"].clone()));
+        });
+        rt.start(Vec::new(), 1);
+        rt.settle().await;
+        let mut names = Vec::new();
+        for i in 0..RECENT + 2 {
+            let pod = json!({"metadata": {"name": format!("p{i}"), "namespace": "default"},
+                             "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+            names.push(obj::name(&client.create(kinds::POD, pod).await.unwrap()).to_owned());
+        }
+        rt.settle().await;
+        let informer = rt.informer(kinds::POD);
+        let key = ObjKey::new("default", &names[0]);
+        let stored = store
+            .get_stored(&ObjectKey::new("pods", "default", &names[0]))
+            .unwrap();
+        assert!(informer.holds(&key, &stored), "the same bytes, not a copy");
+        let cached = informer.get(&key).unwrap();
+        assert_eq!(cached, stored.object());
+        assert!(
+            informer.cache.read().objects[&key].recent.is_none(),
+            "older than the recent ones: decoded only when read"
+        );
+        let mut running = (*cached).clone();
+        running["status"] = json!({"phase": "Running"});
+        client.update_status(kinds::POD, running).await.unwrap();
+        rt.settle().await;
+        assert_eq!(
+            olds.lock().last().cloned().flatten(),
+            Some(cached["status"].clone()),
+            "handlers get the version before"
+        );
+        assert_eq!(informer.get(&key).unwrap()["status"]["phase"], "Running");
+        assert_eq!(informer.len(), RECENT + 2);
+    }
 
     #[tokio::test]
     async fn an_informer_that_keeps_nothing_still_hears_every_write() {

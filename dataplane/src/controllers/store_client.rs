@@ -16,6 +16,7 @@ use super::client::{
     BoxFuture, Client, ClientError, DeleteOptions, EventType, Kind, Propagation, Result,
     ScaleTarget, WatchEvent, WatchStream,
 };
+use super::runtime::ObjKey;
 use crate::api::request;
 use crate::authz::admission::storage_protection;
 use crate::error::ApiError;
@@ -24,7 +25,7 @@ use crate::resources::{ClusterResources, ResourceType, scale};
 use crate::store::deletion::Propagation as StorePropagation;
 use crate::store::{
     DeleteOptions as StoreDeleteOptions, Deleted, EventKind, ObjectKey, Preconditions, Store,
-    WatchFrom,
+    Stored, WatchFrom, kept_encoded,
 };
 use crate::strategy::{pods, workloads};
 
@@ -143,10 +144,11 @@ impl StoreClient {
         let namespace = meta_str(&object, "namespace").to_owned();
         let name = meta_str(&object, "name").to_owned();
         let key = key(kind, &namespace, &name);
-        let current = self
+        let seen = self
             .store
-            .get(&key)
+            .get_stored(&key)
             .ok_or_else(|| ClientError::NotFound(format!("{} \"{name}\"", kind.plural)))?;
+        let current = seen.object();
         let next = if status_only
             && object.get("status").is_some()
             && same_but_status(&object, &current)
@@ -183,7 +185,7 @@ impl StoreClient {
             object
         };
         self.store
-            .update(&key, next, &Preconditions::default())
+            .update_seen(&key, next, &Preconditions::default(), (&seen, current))
             .map_err(client_error)
     }
 
@@ -228,11 +230,12 @@ impl StoreClient {
             .map_err(client_error)?;
         let (tx, rx) = mpsc::unbounded_channel();
         if let Some(initial) = &sub.initial {
-            for (_, object) in initial.iter(None, None) {
-                let _ = tx.send(WatchEvent {
-                    kind: EventType::Added,
-                    object: object.clone(),
-                });
+            for (_, stored) in initial.iter_stored(None, None) {
+                let mut event = WatchEvent::new(EventType::Added, stored.object());
+                if let Stored::Encoded(json) = stored {
+                    event.json = Some(json.clone());
+                }
+                let _ = tx.send(event);
             }
         }
         for event in &sub.backlog {
@@ -318,13 +321,21 @@ impl StoreClient {
 }
 
 fn convert(event: &crate::store::Event) -> WatchEvent {
+    let kind = match event.kind {
+        EventKind::Added => EventType::Added,
+        EventKind::Modified => EventType::Modified,
+        EventKind::Deleted => EventType::Deleted,
+    };
+    let encoded = kept_encoded(&event.key.resource) && event.kind != EventKind::Deleted;
     WatchEvent {
-        kind: match event.kind {
-            EventKind::Added => EventType::Added,
-            EventKind::Modified => EventType::Modified,
-            EventKind::Deleted => EventType::Deleted,
+        kind,
+        object: event.object(),
+        // Only when at hand: the informer decodes its own copy if it needs it.
+        prev: match event.prev_stored() {
+            Some(Stored::Decoded(prev)) => Some(prev.clone()),
+            _ => None,
         },
-        object: event.object.clone(),
+        json: encoded.then(|| event.object_json().clone()),
     }
 }
 
@@ -398,6 +409,16 @@ impl Client for StoreClient {
 
     fn watch(&self, kind: Kind) -> BoxFuture<'_, Result<WatchStream>> {
         Box::pin(async move { self.watch_now(kind) })
+    }
+
+    fn list_stored(&self, kind: Kind) -> BoxFuture<'_, Result<Vec<(ObjKey, Stored)>>> {
+        Box::pin(async move {
+            let snapshot = self.store.snapshot(&group_resource(kind));
+            Ok(snapshot
+                .iter_stored(None, None)
+                .map(|((ns, name), stored)| (ObjKey::new(ns, name), stored.clone()))
+                .collect())
+        })
     }
 
     fn delete_namespace_contents<'a>(&'a self, namespace: &'a str) -> BoxFuture<'a, Result<usize>> {

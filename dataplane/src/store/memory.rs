@@ -23,13 +23,29 @@ use crate::error::{ApiError, Target};
 pub const INITIAL_NAMESPACES: [&str; 4] =
     ["default", "kube-system", "kube-public", "kube-node-lease"];
 
-/// The group-resources kept encoded ([`Stored::Encoded`]): Events, which a
-/// large rollout records four of per Pod, and which only lists, `describe`
-/// and the Event recorder's aggregation read back.
-pub const ENCODED_RESOURCES: [&str; 1] = ["events"];
+/// The group-resources kept encoded ([`Stored::Encoded`]), as etcd keeps
+/// everything: the ones a large cluster holds by the hundred thousand. Events,
+/// which a rollout records four of per Pod, and Pods, which controllers read
+/// from their informers' caches (which keep the same bytes) rather than from
+/// the store.
+pub const ENCODED_RESOURCES: [&str; 2] = ["events", "pods"];
 
-fn kept_encoded(resource: &str) -> bool {
+/// Whether the store keeps `resource` encoded.
+pub fn kept_encoded(resource: &str) -> bool {
     ENCODED_RESOURCES.contains(&resource)
+}
+
+/// Tries of an update prepared outside the lock before one is made under it.
+const OPTIMISTIC_UPDATES: usize = 4;
+
+/// What a prepared update does.
+enum Update {
+    /// Nothing: the object is as stored.
+    Unchanged,
+    /// Removes the object (its last finalizer went while it was deleting).
+    Remove,
+    /// Writes it, with its JSON made if its resource is kept encoded.
+    Write(Option<Encoding>),
 }
 
 /// How much a store keeps.
@@ -186,6 +202,12 @@ impl MemoryStore {
                 }
             }
         }
+        for (_, event) in &mut image.history {
+            if kept_encoded(&event.key.resource) && matches!(event.stored(), Stored::Decoded(_)) {
+                let prev = event.prev().map(|p| Stored::encode(&p));
+                *event = Arc::new(event.encoded(prev));
+            }
+        }
         let store = Self {
             clock,
             events: RwLock::default(),
@@ -300,43 +322,46 @@ impl MemoryStore {
         st.rv += 1;
         meta_mut(&mut object).insert("resourceVersion".into(), json!(st.rv.to_string()));
         let object = Arc::new(object);
-        // A deleted object leaves the map: nothing to encode (watchers encode
-        // its last state if they need it).
+        let encoded = kept_encoded(&key.resource);
+        // A deleted object leaves the map: nothing to encode for it.
         let stored = match (kind, encoding) {
             (EventKind::Deleted, _) => None,
             (_, Some(encoding)) => Some(Stored::Encoded(encoding.finish(st.rv))),
-            _ if kept_encoded(&key.resource) => Some(Stored::encode(&object)),
+            _ if encoded => Some(Stored::encode(&object)),
             _ => Some(Stored::Decoded(object.clone())),
         };
-        let encoded = std::sync::OnceLock::new();
+        let mut event = Event::new(
+            st.rv,
+            kind,
+            key.clone(),
+            object.clone(),
+            prev.map(Stored::Decoded),
+        );
         if let Some(Stored::Encoded(json)) = &stored {
-            let _ = encoded.set(json.clone());
+            event = event.with_json(json.clone());
         }
         let map = Arc::make_mut(st.resources.entry(key.resource.clone()).or_default());
         let map_key = (key.namespace.clone(), key.name.clone());
-        match stored {
-            None => {
-                map.remove(&map_key);
-            }
-            Some(stored) => {
-                map.insert(map_key, stored);
-            }
-        }
-        let event = Arc::new(Event {
-            rv: st.rv,
-            kind,
-            key: key.clone(),
-            object: object.clone(),
-            prev,
-            encoded,
-        });
+        let replaced = match stored {
+            None => map.remove(&map_key),
+            Some(stored) => map.insert(map_key, stored),
+        };
+        let event = Arc::new(event);
         let now = self.now();
         // Under the lock, so the log's order is the resourceVersion order, and
         // before the caller can acknowledge the write.
         if let Some(sink) = &*self.sink.read() {
             sink.committed(&event, now);
         }
-        st.history.push_back((now, event.clone()));
+        // The history keeps JSON only of what the map keeps encoded: the
+        // object as written (a deleted one is encoded here), the one before
+        // as it was stored.
+        let kept = if encoded {
+            Arc::new(event.encoded(replaced))
+        } else {
+            event.clone()
+        };
+        st.history.push_back((now, kept));
         self.compact(st, now);
         // Never waits: a watcher that falls behind notices and catches up from
         // the history, or is told its resourceVersion is too old.
@@ -344,6 +369,171 @@ impl MemoryStore {
             let _ = tx.send(event);
         }
         object
+    }
+
+    /// An update, prepared without the lock from `first` (what the writer
+    /// read) or a fresh read, and written if nothing was written there
+    /// meanwhile; under the lock throughout once contended.
+    fn update_from(
+        &self,
+        key: &ObjectKey,
+        mut object: Value,
+        pre: &Preconditions,
+        mut first: Option<(Stored, Object)>,
+    ) -> Result<Object, ApiError> {
+        // What the request itself asked for, restored before a retry.
+        let asked = ["resourceVersion", "uid"].map(|f| object["metadata"].get(f).cloned());
+        for _ in 0..OPTIMISTIC_UPDATES {
+            let given = first.is_some();
+            let (seen, current) = match first.take() {
+                Some(read) => read,
+                None => {
+                    let seen = Self::stored(&self.state.read(), key)
+                        .cloned()
+                        .ok_or_else(|| ApiError::ObjectNotFound(target(key)))?;
+                    let current = seen.object();
+                    (seen, current)
+                }
+            };
+            let still = |st: &State| Self::stored(st, key).is_some_and(|s| s.same(&seen));
+            match self.prepare_update(key, &mut object, &current, pre) {
+                Ok(update) => {
+                    let mut st = self.write();
+                    if still(&st) {
+                        return Ok(self.finish_update(&mut st, key, object, current, update));
+                    }
+                }
+                // What the writer read is out of date: its error may be too.
+                Err(_) if given && !still(&self.state.read()) => {}
+                Err(e) => return Err(e),
+            }
+            let meta = meta_mut(&mut object);
+            for (field, value) in ["resourceVersion", "uid"].into_iter().zip(&asked) {
+                match value {
+                    Some(v) => meta.insert(field.into(), v.clone()),
+                    None => meta.remove(field),
+                };
+            }
+        }
+        // Contended: under the lock throughout.
+        let mut st = self.write();
+        let current =
+            Self::current(&st, key).ok_or_else(|| ApiError::ObjectNotFound(target(key)))?;
+        let update = self.prepare_update(key, &mut object, &current, pre)?;
+        Ok(self.finish_update(&mut st, key, object, current, update))
+    }
+
+    /// Checks an update against `current` and completes `object` from it.
+    fn prepare_update(
+        &self,
+        key: &ObjectKey,
+        object: &mut Value,
+        current: &Value,
+        pre: &Preconditions,
+    ) -> Result<Update, ApiError> {
+        Self::check_preconditions(key, current, pre)?;
+        let cur_meta = &current["metadata"];
+        if let Some(rv) = object["metadata"]["resourceVersion"].as_str()
+            && !rv.is_empty()
+            && Some(rv) != cur_meta["resourceVersion"].as_str()
+        {
+            return Err(conflict(key, MODIFIED));
+        }
+        if let Some(uid) = object["metadata"]["uid"].as_str()
+            && !uid.is_empty()
+            && Some(uid) != cur_meta["uid"].as_str()
+        {
+            return Err(conflict(
+                key,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    cur_meta["uid"].as_str().unwrap_or_default()
+                ),
+            ));
+        }
+        let spec_changed = spec_part(object) != spec_part(current);
+        let meta = meta_mut(object);
+        for field in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ] {
+            match cur_meta.get(field) {
+                Some(v) if !v.is_null() => {
+                    meta.insert(field.into(), v.clone());
+                }
+                _ => {
+                    meta.remove(field);
+                }
+            }
+        }
+        meta.insert("name".into(), json!(key.name));
+        if !key.namespace.is_empty() {
+            meta.insert("namespace".into(), json!(key.namespace));
+        }
+        match cur_meta["generation"].as_i64() {
+            Some(g) => {
+                meta.insert(
+                    "generation".into(),
+                    json!(if spec_changed { g + 1 } else { g }),
+                );
+            }
+            None => {
+                meta.remove("generation");
+            }
+        }
+        meta.insert(
+            "resourceVersion".into(),
+            cur_meta["resourceVersion"].clone(),
+        );
+        if *object == *current {
+            // A no-op write changes nothing, as upstream: same resourceVersion.
+            return Ok(Update::Unchanged);
+        }
+        let encoding = self.check_and_encode(key, object)?;
+        if deletion::removes_on_update(object, current, key.resource == NAMESPACES) {
+            return Ok(Update::Remove);
+        }
+        Ok(Update::Write(encoding))
+    }
+
+    /// Writes a prepared update, under the lock.
+    fn finish_update(
+        &self,
+        st: &mut State,
+        key: &ObjectKey,
+        mut object: Value,
+        current: Object,
+        update: Update,
+    ) -> Object {
+        match update {
+            Update::Unchanged => current,
+            Update::Remove => {
+                // As upstream: the update is not written; watchers see the
+                // last stored state deleted, the writer gets its object back.
+                let gone = self.commit(
+                    st,
+                    EventKind::Deleted,
+                    key,
+                    (*current).clone(),
+                    Some(current),
+                );
+                meta_mut(&mut object).insert(
+                    "resourceVersion".into(),
+                    gone["metadata"]["resourceVersion"].clone(),
+                );
+                Arc::new(object)
+            }
+            Update::Write(encoding) => self.commit_encoded(
+                st,
+                EventKind::Modified,
+                key,
+                object,
+                Some(current),
+                encoding,
+            ),
+        }
     }
 
     /// The state, locked for a write, once what the last writes evicted is
@@ -590,97 +780,24 @@ impl Store for MemoryStore {
     fn update(
         &self,
         key: &ObjectKey,
-        mut object: Value,
+        object: Value,
         pre: &Preconditions,
     ) -> Result<Object, ApiError> {
-        let mut st = self.write();
-        let current =
-            Self::current(&st, key).ok_or_else(|| ApiError::ObjectNotFound(target(key)))?;
-        Self::check_preconditions(key, &current, pre)?;
-        let cur_meta = &current["metadata"];
-        if let Some(rv) = object["metadata"]["resourceVersion"].as_str()
-            && !rv.is_empty()
-            && Some(rv) != cur_meta["resourceVersion"].as_str()
-        {
-            return Err(conflict(key, MODIFIED));
-        }
-        if let Some(uid) = object["metadata"]["uid"].as_str()
-            && !uid.is_empty()
-            && Some(uid) != cur_meta["uid"].as_str()
-        {
-            return Err(conflict(
-                key,
-                &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    cur_meta["uid"].as_str().unwrap_or_default()
-                ),
-            ));
-        }
-        let spec_changed = spec_part(&object) != spec_part(&current);
-        let meta = meta_mut(&mut object);
-        for field in [
-            "uid",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-        ] {
-            match cur_meta.get(field) {
-                Some(v) if !v.is_null() => {
-                    meta.insert(field.into(), v.clone());
-                }
-                _ => {
-                    meta.remove(field);
-                }
-            }
-        }
-        meta.insert("name".into(), json!(key.name));
-        if !key.namespace.is_empty() {
-            meta.insert("namespace".into(), json!(key.namespace));
-        }
-        match cur_meta["generation"].as_i64() {
-            Some(g) => {
-                meta.insert(
-                    "generation".into(),
-                    json!(if spec_changed { g + 1 } else { g }),
-                );
-            }
-            None => {
-                meta.remove("generation");
-            }
-        }
-        meta.insert(
-            "resourceVersion".into(),
-            cur_meta["resourceVersion"].clone(),
-        );
-        if object == *current {
-            // A no-op write changes nothing, as upstream: same resourceVersion.
-            return Ok(current);
-        }
-        let encoding = self.check_and_encode(key, &mut object)?;
-        if deletion::removes_on_update(&object, &current, key.resource == NAMESPACES) {
-            // As upstream: the update is not written; watchers see the last
-            // stored state deleted, the writer gets its object back.
-            let gone = self.commit(
-                &mut st,
-                EventKind::Deleted,
-                key,
-                (*current).clone(),
-                Some(current),
-            );
-            meta_mut(&mut object).insert(
-                "resourceVersion".into(),
-                gone["metadata"]["resourceVersion"].clone(),
-            );
-            return Ok(Arc::new(object));
-        }
-        Ok(self.commit_encoded(
-            &mut st,
-            EventKind::Modified,
-            key,
-            object,
-            Some(current),
-            encoding,
-        ))
+        self.update_from(key, object, pre, None)
+    }
+
+    fn get_stored(&self, key: &ObjectKey) -> Option<Stored> {
+        Self::stored(&self.state.read(), key).cloned()
+    }
+
+    fn update_seen(
+        &self,
+        key: &ObjectKey,
+        object: Value,
+        pre: &Preconditions,
+        (seen, current): (&Stored, Object),
+    ) -> Result<Object, ApiError> {
+        self.update_from(key, object, pre, Some((seen.clone(), current)))
     }
 
     fn delete_with(
@@ -940,6 +1057,78 @@ mod tests {
             live.try_recv(),
             Err(broadcast::error::TryRecvError::Closed)
         ));
+    }
+
+    #[test]
+    fn the_history_keeps_json_only_of_what_is_kept_encoded() {
+        let (_, s) = store();
+        let k = ObjectKey::new("pods", "default", "p");
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        let created = s.create(&k, pod).unwrap();
+        let mut live = s.watch("pods", WatchFrom::Now).unwrap().live;
+        let mut next = (*created).clone();
+        next["status"] = json!({"phase": "Running"});
+        let updated = s.update(&k, next, &Preconditions::default()).unwrap();
+        let heard = live.try_recv().unwrap();
+        assert!(
+            matches!(heard.stored(), Stored::Decoded(o) if Arc::ptr_eq(o, &updated)),
+            "live watchers get the written object itself"
+        );
+        let rv = obj_rv(&created);
+        let kept = s.watch("pods", WatchFrom::After(rv)).unwrap().backlog;
+        assert!(matches!(kept[0].stored(), Stored::Encoded(_)));
+        assert!(matches!(kept[0].prev_stored(), Some(Stored::Encoded(_))));
+        assert_eq!(kept[0].object(), updated);
+        assert_eq!(kept[0].prev(), Some(created));
+        s.delete(&k, &Preconditions::default()).unwrap();
+        let gone = s.watch("pods", WatchFrom::After(rv + 1)).unwrap().backlog;
+        assert!(matches!(gone[0].stored(), Stored::Encoded(_)));
+        assert_eq!(gone[0].object()["status"]["phase"], "Running");
+    }
+
+    #[test]
+    fn an_update_from_an_outdated_read_applies_to_the_current_object() {
+        let (_, s) = store();
+        let k = ObjectKey::new("pods", "default", "p");
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}});
+        s.create(&k, pod).unwrap();
+        let seen = s.get_stored(&k).unwrap();
+        let read = seen.object();
+        let mut other = (*read).clone();
+        other["metadata"]["labels"] = json!({"by": "other"});
+        let between = s.update(&k, other, &Preconditions::default()).unwrap();
+
+        // At the version read: a conflict, as against the current object.
+        let at_read = (*read).clone();
+        let err = s
+            .update_seen(
+                &k,
+                at_read,
+                &Preconditions::default(),
+                (&seen, read.clone()),
+            )
+            .unwrap_err();
+        assert!(matches!(err, ApiError::Conflict { .. }), "{err:?}");
+        assert_eq!(s.get(&k).unwrap(), between, "nothing written");
+
+        // Unconditional: written over the current one, not the one read.
+        let mut mine = (*read).clone();
+        meta_mut(&mut mine).remove("resourceVersion");
+        mine["status"] = json!({"phase": "Running"});
+        let written = s
+            .update_seen(&k, mine, &Preconditions::default(), (&seen, read.clone()))
+            .unwrap();
+        assert!(obj_rv(&written) > obj_rv(&between));
+        assert_eq!(written["metadata"]["uid"], read["metadata"]["uid"]);
+        assert_eq!(*s.get(&k).unwrap(), *written);
+    }
+
+    fn obj_rv(o: &Value) -> u64 {
+        o["metadata"]["resourceVersion"]
+            .as_str()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
     }
 
     #[test]

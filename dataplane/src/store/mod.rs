@@ -25,7 +25,7 @@ mod memory;
 pub use deletion::{DeleteOptions, DeleteStrategy, Deleted};
 pub use dry_run::DryRun;
 pub use image::{ClusterJournal, EventSink, ObjectMap, StoreImage};
-pub use memory::{ENCODED_RESOURCES, INITIAL_NAMESPACES, MemoryStore, StoreLimits};
+pub use memory::{ENCODED_RESOURCES, INITIAL_NAMESPACES, MemoryStore, StoreLimits, kept_encoded};
 
 /// An object's value: shared, never mutated in place.
 pub type Object = Arc<Value>;
@@ -45,6 +45,17 @@ pub enum Stored {
 }
 
 impl Stored {
+    /// Whether both are the very same stored value (not merely equal).
+    pub fn same(&self, other: &Stored) -> bool {
+        match (self, other) {
+            (Stored::Decoded(a), Stored::Decoded(b)) => Arc::ptr_eq(a, b),
+            (Stored::Encoded(a), Stored::Encoded(b)) => {
+                a.as_ptr() == b.as_ptr() && a.len() == b.len()
+            }
+            _ => false,
+        }
+    }
+
     /// Keeps `object` encoded: its JSON, in an allocation of exactly its size.
     pub fn encode(object: &Value) -> Self {
         let json = serde_json::to_vec(object).unwrap_or_default();
@@ -118,6 +129,11 @@ impl EventKind {
 }
 
 /// One write, as watchers see it.
+///
+/// For a resource kept encoded, the event broadcast to live watchers holds
+/// the decoded object (they read it at once), and the one the history keeps
+/// holds JSON only ([`Event::encoded`]): a history of thousands of Pod writes
+/// would otherwise keep as many decoded Pods.
 #[derive(Debug, Clone)]
 pub struct Event {
     /// The cluster resourceVersion the write produced.
@@ -128,21 +144,79 @@ pub struct Event {
     pub key: ObjectKey,
     /// The object after the write (for a delete: as it was, with the delete's
     /// resourceVersion).
-    pub object: Object,
+    object: Stored,
     /// The object before the write (None for an add).
-    pub prev: Option<Object>,
+    prev: Option<Stored>,
     /// `object` as JSON, encoded once for every watcher that sends it.
-    pub encoded: std::sync::OnceLock<bytes::Bytes>,
+    json: std::sync::OnceLock<bytes::Bytes>,
 }
 
 impl Event {
+    /// A write of `object` over `prev`.
+    pub fn new(
+        rv: u64,
+        kind: EventKind,
+        key: ObjectKey,
+        object: impl Into<Stored>,
+        prev: Option<Stored>,
+    ) -> Self {
+        Self {
+            rv,
+            kind,
+            key,
+            object: object.into(),
+            prev,
+            json: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The object after the write (decoded afresh when held encoded).
+    pub fn object(&self) -> Object {
+        self.object.object()
+    }
+
+    /// The object as held.
+    pub fn stored(&self) -> &Stored {
+        &self.object
+    }
+
+    /// The object before the write.
+    pub fn prev(&self) -> Option<Object> {
+        self.prev.as_ref().map(Stored::object)
+    }
+
+    /// The object before the write, as held.
+    pub fn prev_stored(&self) -> Option<&Stored> {
+        self.prev.as_ref()
+    }
+
     /// `object` as JSON bytes, encoded on first use and shared.
     pub fn object_json(&self) -> &bytes::Bytes {
-        self.encoded.get_or_init(|| {
-            serde_json::to_vec(&*self.object)
-                .map(bytes::Bytes::from)
-                .unwrap_or_default()
-        })
+        match &self.object {
+            Stored::Encoded(json) => json,
+            Stored::Decoded(object) => self.json.get_or_init(|| {
+                serde_json::to_vec(&**object)
+                    .map(bytes::Bytes::from)
+                    .unwrap_or_default()
+            }),
+        }
+    }
+
+    /// Sets the JSON [`Event::object_json`] returns, when it is already made.
+    pub fn with_json(self, json: bytes::Bytes) -> Self {
+        let _ = self.json.set(json);
+        self
+    }
+
+    /// The same write holding JSON only, `prev` as given.
+    pub fn encoded(&self, prev: Option<Stored>) -> Self {
+        Self::new(
+            self.rv,
+            self.kind,
+            self.key.clone(),
+            Stored::Encoded(self.object_json().clone()),
+            prev,
+        )
     }
 }
 
@@ -253,6 +327,25 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         object: Value,
         pre: &Preconditions,
     ) -> Result<Object, ApiError>;
+
+    /// One object as held (its JSON, for a resource kept encoded): for a
+    /// write that follows, with [`Store::update_seen`].
+    fn get_stored(&self, key: &ObjectKey) -> Option<Stored> {
+        self.get(key).map(Stored::Decoded)
+    }
+
+    /// [`Store::update`] of an object read as `seen` and decoded as
+    /// `current`: not decoded again while it is still what is stored.
+    fn update_seen(
+        &self,
+        key: &ObjectKey,
+        object: Value,
+        pre: &Preconditions,
+        seen: (&Stored, Object),
+    ) -> Result<Object, ApiError> {
+        let _ = seen;
+        self.update(key, object, pre)
+    }
 
     /// Deletes an object, or marks it for deletion while finalizers remain.
     /// Deleting a namespace deletes everything in it.
