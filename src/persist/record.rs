@@ -126,7 +126,7 @@ pub fn event_line(cluster: &str, event: &Event, at: DateTime<Utc>) -> Vec<u8> {
     let head = head.to_string();
     out.extend_from_slice(&head.as_bytes()[..head.len() - 1]);
     out.extend_from_slice(b",\"o\":");
-    out.extend_from_slice(object);
+    out.extend_from_slice(&object);
     out.extend_from_slice(b"}\n");
     out
 }

@@ -51,12 +51,17 @@ impl Filter {
     /// The object `stored` holds, if it is covered. An encoded one is decoded
     /// only when its JSON may match.
     pub fn admits(&self, stored: &Stored) -> Option<Object> {
-        if let Stored::Encoded(json) = stored
-            && !self.fields.may_match_json(json)
-        {
-            return None;
-        }
-        let object = stored.object();
+        let object = match stored {
+            Stored::Decoded(object) => object.clone(),
+            Stored::Encoded(packed) if packed.decoded().is_some() => stored.object(),
+            Stored::Encoded(packed) => {
+                let json = packed.json();
+                if !self.fields.may_match_json(&json) {
+                    return None;
+                }
+                Arc::new(crate::store::decode(&json))
+            }
+        };
         self.matches(&object).then_some(object)
     }
 
@@ -192,7 +197,7 @@ impl Watcher {
         line.extend_from_slice(b"{\"type\":\"");
         line.extend_from_slice(kind.as_bytes());
         line.extend_from_slice(b"\",\"object\":");
-        line.extend_from_slice(encoded);
+        line.extend_from_slice(&encoded);
         line.extend_from_slice(b"}\n");
         self.tx.send(Bytes::from(line)).await.is_ok()
     }

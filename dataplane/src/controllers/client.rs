@@ -215,9 +215,9 @@ pub struct WatchEvent {
     pub object: Arc<Value>,
     /// The version before the change, when the source has it decoded.
     pub prev: Option<Arc<Value>>,
-    /// The object's JSON, when the source keeps the object encoded (the
-    /// informer then keeps these bytes instead of the decoded tree).
-    pub json: Option<bytes::Bytes>,
+    /// The object as the source holds it, when it keeps it encoded (the
+    /// informer then keeps that instead of the decoded tree).
+    pub held: Option<Stored>,
 }
 
 impl WatchEvent {
@@ -227,7 +227,7 @@ impl WatchEvent {
             kind,
             object,
             prev: None,
-            json: None,
+            held: None,
         }
     }
 }

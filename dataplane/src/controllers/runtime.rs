@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use kemu_shared::SharedClock;
 use parking_lot::{Mutex, RwLock};
@@ -103,9 +102,9 @@ struct Cached {
 }
 
 impl Cached {
-    fn new(object: &Arc<Value>, json: Option<Bytes>) -> Self {
-        let (object, recent) = match json {
-            Some(json) => (Stored::Encoded(json), Some(object.clone())),
+    fn new(object: &Arc<Value>, held: Option<Stored>) -> Self {
+        let (object, recent) = match held {
+            Some(held) => (held, Some(object.clone())),
             None => (Stored::Decoded(object.clone()), None),
         };
         let decoded = recent.as_ref().map_or_else(|| object.object(), Arc::clone);
@@ -144,8 +143,8 @@ impl Cached {
 struct Seen {
     /// A resync's re-delivery, not a watch event.
     resync: bool,
-    /// The store's JSON of the object, for a kind it keeps encoded.
-    json: Option<Bytes>,
+    /// The object as the store holds it, for a kind it keeps encoded.
+    held: Option<Stored>,
     /// The version before, decoded, when the watch event carried it.
     prev: Option<Arc<Value>>,
 }
@@ -272,12 +271,13 @@ impl Informer {
     /// Whether the cache holds `stored` itself at `key`: the same bytes of a
     /// kind kept encoded.
     fn holds(&self, key: &ObjKey, stored: &Stored) -> bool {
-        let Stored::Encoded(json) = stored else {
-            return false;
-        };
-        self.cache.read().objects.get(key).is_some_and(|c| {
-            matches!(&c.object, Stored::Encoded(held) if held.as_ptr() == json.as_ptr() && held.len() == json.len())
-        })
+        matches!(stored, Stored::Encoded(_))
+            && self
+                .cache
+                .read()
+                .objects
+                .get(key)
+                .is_some_and(|c| c.object.same(stored))
     }
 
     /// How many objects are cached.
@@ -335,9 +335,9 @@ impl Informer {
                     // The watch event of a write this process observed: keep
                     // the store's bytes rather than the decoded copy.
                     if c.rv == rv
-                        && let (Some(json), Stored::Decoded(_)) = (&seen.json, &c.object)
+                        && let (Some(held), Stored::Decoded(_)) = (&seen.held, &c.object)
                     {
-                        let fresh = Cached::new(new, Some(json.clone()));
+                        let fresh = Cached::new(new, Some(held.clone()));
                         cache.insert(key, fresh);
                     }
                     return (None, false);
@@ -356,7 +356,7 @@ impl Informer {
                 if self.tombstones.lock().contains(uid) {
                     return (old, false);
                 }
-                cache.insert(key.clone(), Cached::new(new, seen.json));
+                cache.insert(key.clone(), Cached::new(new, seen.held));
             }
             EventType::Deleted => {
                 self.tombstones.lock().remove(uid);
@@ -798,7 +798,7 @@ impl Runtime {
                 self.activity.busy.fetch_add(1, Ordering::SeqCst);
                 let seen = Seen {
                     resync: false,
-                    json: event.json,
+                    held: event.held,
                     prev: event.prev,
                 };
                 inf.dispatch_as(event.kind, event.object, seen);
@@ -827,13 +827,10 @@ impl Runtime {
                 if inf.holds(&key, &stored) {
                     continue;
                 }
-                let json = match &stored {
-                    Stored::Encoded(json) => Some(json.clone()),
-                    Stored::Decoded(_) => None,
-                };
+                let held = matches!(stored, Stored::Encoded(_)).then(|| stored.clone());
                 let seen = Seen {
                     resync: true,
-                    json,
+                    held,
                     prev: None,
                 };
                 inf.dispatch_as(EventType::Modified, stored.object(), seen);

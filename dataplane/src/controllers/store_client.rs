@@ -25,7 +25,7 @@ use crate::resources::{ClusterResources, ResourceType, scale};
 use crate::store::deletion::Propagation as StorePropagation;
 use crate::store::{
     DeleteOptions as StoreDeleteOptions, Deleted, EventKind, ObjectKey, Preconditions, Store,
-    Stored, WatchFrom, kept_encoded,
+    Stored, WatchFrom,
 };
 use crate::strategy::{pods, workloads};
 
@@ -232,8 +232,8 @@ impl StoreClient {
         if let Some(initial) = &sub.initial {
             for (_, stored) in initial.iter_stored(None, None) {
                 let mut event = WatchEvent::new(EventType::Added, stored.object());
-                if let Stored::Encoded(json) = stored {
-                    event.json = Some(json.clone());
+                if let Stored::Encoded(_) = stored {
+                    event.held = Some(stored.clone());
                 }
                 let _ = tx.send(event);
             }
@@ -326,7 +326,6 @@ fn convert(event: &crate::store::Event) -> WatchEvent {
         EventKind::Modified => EventType::Modified,
         EventKind::Deleted => EventType::Deleted,
     };
-    let encoded = kept_encoded(&event.key.resource) && event.kind != EventKind::Deleted;
     WatchEvent {
         kind,
         object: event.object(),
@@ -335,7 +334,10 @@ fn convert(event: &crate::store::Event) -> WatchEvent {
             Some(Stored::Decoded(prev)) => Some(prev.clone()),
             _ => None,
         },
-        json: encoded.then(|| event.object_json().clone()),
+        held: match event.kind {
+            EventKind::Deleted => None,
+            _ => event.held().cloned(),
+        },
     }
 }
 

@@ -54,6 +54,11 @@ impl Encoding {
         })
     }
 
+    /// The JSON but for the resourceVersion's value, and where that goes.
+    pub(super) fn parts(&self) -> (&[u8], usize) {
+        (&self.json, self.rv_at)
+    }
+
     /// Its size once its resourceVersion is in, at most.
     pub(super) fn max_len(&self) -> usize {
         // A quoted u64.

@@ -13,6 +13,7 @@ use tokio::sync::broadcast;
 
 use super::deletion::{self, Plan};
 use super::encoding::Encoding;
+use super::packed::{Dictionaries, Packed};
 use super::{
     DeleteOptions, DeleteStrategy, Deleted, Event, EventKind, NAMESPACES, Object, ObjectKey,
     Preconditions, Snapshot, Store, Stored, Subscription, WatchFrom, split_group_resource,
@@ -35,6 +36,20 @@ pub fn kept_encoded(resource: &str) -> bool {
     ENCODED_RESOURCES.contains(&resource)
 }
 
+/// An object's JSON made before its write takes the lock: as sent to watchers
+/// (but for its resourceVersion), and packed as the map will hold it.
+type Encoded = (Encoding, Packed);
+
+/// Which objects of a resource pack against one dictionary: the Pods of one
+/// ReplicaSet (one `generateName`), the Events of one reason, in a namespace.
+fn family(key: &ObjectKey, object: &Value) -> String {
+    let similar = object["metadata"]["generateName"]
+        .as_str()
+        .or_else(|| object["reason"].as_str())
+        .unwrap_or_default();
+    format!("{}/{}/{similar}", key.resource, key.namespace)
+}
+
 /// Tries of an update prepared outside the lock before one is made under it.
 const OPTIMISTIC_UPDATES: usize = 4;
 
@@ -45,7 +60,7 @@ enum Update {
     /// Removes the object (its last finalizer went while it was deleting).
     Remove,
     /// Writes it, with its JSON made if its resource is kept encoded.
-    Write(Option<Encoding>),
+    Write(Option<Encoded>),
 }
 
 /// How much a store keeps.
@@ -106,6 +121,7 @@ pub struct MemoryStore {
     /// it takes the lock: freeing an old Pod's versions is the costliest part
     /// of a busy store's compaction and needs no lock.
     evicted: parking_lot::Mutex<Vec<Arc<Event>>>,
+    dictionaries: Dictionaries,
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -178,6 +194,7 @@ impl MemoryStore {
             limits,
             state: RwLock::new(State::default()),
             sink: RwLock::new(None),
+            dictionaries: Dictionaries::default(),
             evicted: parking_lot::Mutex::default(),
         };
         for ns in INITIAL_NAMESPACES {
@@ -205,7 +222,7 @@ impl MemoryStore {
         for (_, event) in &mut image.history {
             if kept_encoded(&event.key.resource) && matches!(event.stored(), Stored::Decoded(_)) {
                 let prev = event.prev().map(|p| Stored::encode(&p));
-                *event = Arc::new(event.encoded(prev));
+                *event = Arc::new(event.as_held(Stored::encode(&event.object()), prev));
             }
         }
         let store = Self {
@@ -220,6 +237,7 @@ impl MemoryStore {
                 snapshots: VecDeque::new(),
             }),
             sink: RwLock::new(None),
+            dictionaries: Dictionaries::default(),
             evicted: parking_lot::Mutex::default(),
         };
         {
@@ -283,14 +301,15 @@ impl MemoryStore {
         &self,
         key: &ObjectKey,
         object: &mut Value,
-    ) -> Result<Option<Encoding>, ApiError> {
+    ) -> Result<Option<Encoded>, ApiError> {
         if !kept_encoded(&key.resource) {
             return self.check_size(key, object).map(|()| None);
         }
         match Encoding::of(object) {
             Some(encoding) => {
                 self.check_encoded_size(key, encoding.max_len())?;
-                Ok(Some(encoding))
+                let packed = self.dictionaries.pack(&family(key, object), &encoding);
+                Ok(Some((encoding, packed)))
             }
             None => self.check_size(key, object).map(|()| None),
         }
@@ -317,19 +336,12 @@ impl MemoryStore {
         key: &ObjectKey,
         mut object: Value,
         prev: Option<Object>,
-        encoding: Option<Encoding>,
+        encoded: Option<Encoded>,
     ) -> Object {
         st.rv += 1;
         meta_mut(&mut object).insert("resourceVersion".into(), json!(st.rv.to_string()));
         let object = Arc::new(object);
-        let encoded = kept_encoded(&key.resource);
-        // A deleted object leaves the map: nothing to encode for it.
-        let stored = match (kind, encoding) {
-            (EventKind::Deleted, _) => None,
-            (_, Some(encoding)) => Some(Stored::Encoded(encoding.finish(st.rv))),
-            _ if encoded => Some(Stored::encode(&object)),
-            _ => Some(Stored::Decoded(object.clone())),
-        };
+        let keeps_encoded = kept_encoded(&key.resource);
         let mut event = Event::new(
             st.rv,
             kind,
@@ -337,8 +349,18 @@ impl MemoryStore {
             object.clone(),
             prev.map(Stored::Decoded),
         );
-        if let Some(Stored::Encoded(json)) = &stored {
-            event = event.with_json(json.clone());
+        // A deleted object leaves the map: nothing to encode for it.
+        let stored = match (kind, encoded) {
+            (EventKind::Deleted, _) => None,
+            (_, Some((encoding, packed))) => {
+                event = event.with_json(encoding.finish(st.rv));
+                Some(Stored::Encoded(packed.numbered(st.rv, &object)))
+            }
+            _ if keeps_encoded => Some(Stored::encode(&object)),
+            _ => Some(Stored::Decoded(object.clone())),
+        };
+        if let Some(held @ Stored::Encoded(_)) = &stored {
+            event = event.with_held(held.clone());
         }
         let map = Arc::make_mut(st.resources.entry(key.resource.clone()).or_default());
         let map_key = (key.namespace.clone(), key.name.clone());
@@ -356,8 +378,12 @@ impl MemoryStore {
         // The history keeps JSON only of what the map keeps encoded: the
         // object as written (a deleted one is encoded here), the one before
         // as it was stored.
-        let kept = if encoded {
-            Arc::new(event.encoded(replaced))
+        let kept = if keeps_encoded {
+            let held = match event.held() {
+                Some(held) => held.clone(),
+                None => Stored::encode(&object),
+            };
+            Arc::new(event.as_held(held, replaced))
         } else {
             event.clone()
         };
@@ -491,11 +517,11 @@ impl MemoryStore {
             // A no-op write changes nothing, as upstream: same resourceVersion.
             return Ok(Update::Unchanged);
         }
-        let encoding = self.check_and_encode(key, object)?;
+        let encoded = self.check_and_encode(key, object)?;
         if deletion::removes_on_update(object, current, key.resource == NAMESPACES) {
             return Ok(Update::Remove);
         }
-        Ok(Update::Write(encoding))
+        Ok(Update::Write(encoded))
     }
 
     /// Writes a prepared update, under the lock.
@@ -525,14 +551,9 @@ impl MemoryStore {
                 );
                 Arc::new(object)
             }
-            Update::Write(encoding) => self.commit_encoded(
-                st,
-                EventKind::Modified,
-                key,
-                object,
-                Some(current),
-                encoding,
-            ),
+            Update::Write(encoded) => {
+                self.commit_encoded(st, EventKind::Modified, key, object, Some(current), encoded)
+            }
         }
     }
 
@@ -753,7 +774,7 @@ impl Store for MemoryStore {
             object["spec"] = json!({"finalizers": ["kubernetes"]});
             object["status"] = json!({"phase": "Active"});
         }
-        let encoding = self.check_and_encode(key, &mut object)?;
+        let encoded = self.check_and_encode(key, &mut object)?;
         let mut st = self.write();
         if !key.namespace.is_empty()
             && !st
@@ -774,7 +795,7 @@ impl Store for MemoryStore {
         {
             return Err(ApiError::AlreadyExists(target(key)));
         }
-        Ok(self.commit_encoded(&mut st, EventKind::Added, key, object, None, encoding))
+        Ok(self.commit_encoded(&mut st, EventKind::Added, key, object, None, encoded))
     }
 
     fn update(
@@ -1139,11 +1160,11 @@ mod tests {
             "reason": "Started", "count": 1, "involvedObject": {"kind": "Pod", "name": "p"}});
         let created = s.create(&k, event).unwrap();
         let stored = s.snapshot("events").objects[&("default".into(), "e".into())].clone();
-        let Stored::Encoded(json) = &stored else {
+        let Stored::Encoded(packed) = &stored else {
             panic!("an Event is kept decoded: {stored:?}");
         };
         assert_eq!(
-            serde_json::from_slice::<Value>(json).unwrap(),
+            serde_json::from_slice::<Value>(&packed.json()).unwrap(),
             *created,
             "the JSON is the object as written"
         );
@@ -1151,7 +1172,7 @@ mod tests {
         let sub = s.watch("events", WatchFrom::After(4)).unwrap();
         assert_eq!(
             sub.backlog[0].object_json(),
-            json,
+            packed.json(),
             "watchers get the same bytes"
         );
 

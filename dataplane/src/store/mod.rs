@@ -3,8 +3,9 @@
 //!
 //! Objects are kept as JSON values, keyed by group-resource (`deployments.apps`,
 //! `pods`), namespace and name, as kube-apiserver keys them in etcd; the
-//! resources nothing reads back in bulk (Events) are kept encoded, as etcd
-//! keeps everything ([`Stored`]). One
+//! resources a large cluster holds by the hundred thousand (Pods, Events) are
+//! kept encoded, as etcd keeps everything, and packed against similar objects
+//! ([`Stored`], [`Packed`]). One
 //! resourceVersion counts every write of the cluster; each write is an
 //! [`Event`] kept in a bounded history so watches can resume, and broadcast to
 //! live watchers without ever waiting for them.
@@ -21,11 +22,13 @@ mod dry_run;
 mod encoding;
 mod image;
 mod memory;
+mod packed;
 
 pub use deletion::{DeleteOptions, DeleteStrategy, Deleted};
 pub use dry_run::DryRun;
 pub use image::{ClusterJournal, EventSink, ObjectMap, StoreImage};
 pub use memory::{ENCODED_RESOURCES, INITIAL_NAMESPACES, MemoryStore, StoreLimits, kept_encoded};
+pub use packed::Packed;
 
 /// An object's value: shared, never mutated in place.
 pub type Object = Arc<Value>;
@@ -33,15 +36,15 @@ pub type Object = Arc<Value>;
 /// An object as a store's map holds it.
 ///
 /// A decoded tree costs several times its JSON (a B-tree node of about 640
-/// bytes per JSON object however few keys it has): worth it for what
-/// controllers read again and again, not for the hundreds of thousands of
-/// Events a large rollout records and hardly anyone reads back.
+/// bytes per JSON object however few keys it has: 27 KB for a 2.9 KB Pod):
+/// worth it for the few objects controllers read again and again, not for
+/// the hundreds of thousands of Pods and Events of a large cluster.
 #[derive(Debug, Clone)]
 pub enum Stored {
     /// The decoded value.
     Decoded(Object),
-    /// The value's JSON, decoded on each read.
-    Encoded(bytes::Bytes),
+    /// The value's JSON, packed; decoded on each read.
+    Encoded(Packed),
 }
 
 impl Stored {
@@ -49,30 +52,37 @@ impl Stored {
     pub fn same(&self, other: &Stored) -> bool {
         match (self, other) {
             (Stored::Decoded(a), Stored::Decoded(b)) => Arc::ptr_eq(a, b),
-            (Stored::Encoded(a), Stored::Encoded(b)) => {
-                a.as_ptr() == b.as_ptr() && a.len() == b.len()
-            }
+            (Stored::Encoded(a), Stored::Encoded(b)) => a.same(b),
             _ => false,
         }
     }
 
-    /// Keeps `object` encoded: its JSON, in an allocation of exactly its size.
+    /// Keeps `object` encoded, packed whole.
     pub fn encode(object: &Value) -> Self {
         let json = serde_json::to_vec(object).unwrap_or_default();
-        Stored::Encoded(bytes::Bytes::from(json.into_boxed_slice()))
+        Stored::Encoded(Packed::whole(&json))
     }
 
     /// The value (decoded afresh when kept encoded).
     pub fn object(&self) -> Object {
         match self {
             Stored::Decoded(o) => o.clone(),
-            Stored::Encoded(json) => Arc::new(serde_json::from_slice(json).unwrap_or_else(|e| {
-                // Only ever holds what `encode` wrote.
-                tracing::error!(error = %e, "stored JSON does not decode");
-                Value::Null
-            })),
+            Stored::Encoded(packed) => packed.decoded().unwrap_or_else(|| {
+                let value = Arc::new(decode(&packed.json()));
+                packed.remember(&value);
+                value
+            }),
         }
     }
+}
+
+/// Decodes JSON the store wrote.
+pub fn decode(json: &[u8]) -> Value {
+    serde_json::from_slice(json).unwrap_or_else(|e| {
+        // Only ever holds what the store encoded.
+        tracing::error!(error = %e, "stored JSON does not decode");
+        Value::Null
+    })
 }
 
 impl From<Object> for Stored {
@@ -131,9 +141,10 @@ impl EventKind {
 /// One write, as watchers see it.
 ///
 /// For a resource kept encoded, the event broadcast to live watchers holds
-/// the decoded object (they read it at once), and the one the history keeps
-/// holds JSON only ([`Event::encoded`]): a history of thousands of Pod writes
-/// would otherwise keep as many decoded Pods.
+/// the decoded object (they read it at once) beside the packed one the
+/// store's map holds, and the one the history keeps holds the packed objects
+/// only: a history of thousands of Pod writes would otherwise keep as many
+/// decoded Pods.
 #[derive(Debug, Clone)]
 pub struct Event {
     /// The cluster resourceVersion the write produced.
@@ -149,6 +160,8 @@ pub struct Event {
     prev: Option<Stored>,
     /// `object` as JSON, encoded once for every watcher that sends it.
     json: std::sync::OnceLock<bytes::Bytes>,
+    /// `object` as the store's map holds it, when that is encoded.
+    held: Option<Stored>,
 }
 
 impl Event {
@@ -167,6 +180,7 @@ impl Event {
             object: object.into(),
             prev,
             json: std::sync::OnceLock::new(),
+            held: None,
         }
     }
 
@@ -180,6 +194,14 @@ impl Event {
         &self.object
     }
 
+    /// The object as the store's map holds it, when that is encoded.
+    pub fn held(&self) -> Option<&Stored> {
+        match &self.object {
+            Stored::Encoded(_) => Some(&self.object),
+            Stored::Decoded(_) => self.held.as_ref(),
+        }
+    }
+
     /// The object before the write.
     pub fn prev(&self) -> Option<Object> {
         self.prev.as_ref().map(Stored::object)
@@ -190,15 +212,20 @@ impl Event {
         self.prev.as_ref()
     }
 
-    /// `object` as JSON bytes, encoded on first use and shared.
-    pub fn object_json(&self) -> &bytes::Bytes {
+    /// `object` as JSON: of a decoded object, encoded on first use and
+    /// shared; of a packed one, unpacked on each call (kept in the history,
+    /// it is seldom read).
+    pub fn object_json(&self) -> bytes::Bytes {
         match &self.object {
-            Stored::Encoded(json) => json,
-            Stored::Decoded(object) => self.json.get_or_init(|| {
-                serde_json::to_vec(&**object)
-                    .map(bytes::Bytes::from)
-                    .unwrap_or_default()
-            }),
+            Stored::Encoded(packed) => packed.json(),
+            Stored::Decoded(object) => self
+                .json
+                .get_or_init(|| {
+                    serde_json::to_vec(&**object)
+                        .map(bytes::Bytes::from)
+                        .unwrap_or_default()
+                })
+                .clone(),
         }
     }
 
@@ -208,15 +235,16 @@ impl Event {
         self
     }
 
-    /// The same write holding JSON only, `prev` as given.
-    pub fn encoded(&self, prev: Option<Stored>) -> Self {
-        Self::new(
-            self.rv,
-            self.kind,
-            self.key.clone(),
-            Stored::Encoded(self.object_json().clone()),
-            prev,
-        )
+    /// Notes the object as the store's map holds it.
+    pub fn with_held(mut self, held: Stored) -> Self {
+        self.held = Some(held);
+        self
+    }
+
+    /// The same write holding only `object` and `prev` as the store held
+    /// them: what the history keeps of a resource kept encoded.
+    pub fn as_held(&self, object: Stored, prev: Option<Stored>) -> Self {
+        Self::new(self.rv, self.kind, self.key.clone(), object, prev)
     }
 }
 
