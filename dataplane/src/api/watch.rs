@@ -53,14 +53,16 @@ impl Filter {
     pub fn admits(&self, stored: &Stored) -> Option<Object> {
         let object = match stored {
             Stored::Decoded(object) => object.clone(),
-            Stored::Encoded(packed) if packed.decoded().is_some() => stored.object(),
-            Stored::Encoded(packed) => {
-                let json = packed.json();
-                if !self.fields.may_match_json(&json) {
-                    return None;
+            Stored::Encoded(packed) => match packed.decoded() {
+                Some(object) => object,
+                None => {
+                    let json = packed.json();
+                    if !self.fields.may_match_json(&json) {
+                        return None;
+                    }
+                    packed.decode(&json)
                 }
-                Arc::new(crate::store::decode(&json))
-            }
+            },
         };
         self.matches(&object).then_some(object)
     }

@@ -213,8 +213,6 @@ pub struct WatchEvent {
     pub kind: EventType,
     /// The object after the change (before it, for `Deleted`).
     pub object: Arc<Value>,
-    /// The version before the change, when the source has it decoded.
-    pub prev: Option<Arc<Value>>,
     /// The object as the source holds it, when it keeps it encoded (the
     /// informer then keeps that instead of the decoded tree).
     pub held: Option<Stored>,
@@ -226,7 +224,6 @@ impl WatchEvent {
         Self {
             kind,
             object,
-            prev: None,
             held: None,
         }
     }

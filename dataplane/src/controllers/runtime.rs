@@ -123,19 +123,6 @@ impl Cached {
     fn held(&self) -> Held {
         Held(self.object.clone(), self.recent.clone())
     }
-
-    /// The value, taken from `hint` (the store's copy of the same version)
-    /// rather than decoded when it can be.
-    fn value_or(&self, hint: Option<&Arc<Value>>) -> Arc<Value> {
-        match (&self.recent, &self.object, hint) {
-            (None, Stored::Encoded(_), Some(h))
-                if obj::resource_version(h) == self.rv && obj::uid(h) == self.uid =>
-            {
-                h.clone()
-            }
-            _ => self.value(),
-        }
-    }
 }
 
 /// How a change reached the informer.
@@ -145,8 +132,6 @@ struct Seen {
     resync: bool,
     /// The object as the store holds it, for a kind it keeps encoded.
     held: Option<Stored>,
-    /// The version before, decoded, when the watch event carried it.
-    prev: Option<Arc<Value>>,
 }
 
 /// What a read takes from the cache, to decode after the lock is released.
@@ -316,8 +301,10 @@ impl Informer {
     /// Applies a change; answers the previous object and whether handlers
     /// should hear of it. A version the cache already holds (a write this
     /// process observed, then its watch event) is not delivered twice, except
-    /// by a resync. `json` is the store's encoding of `new` for a kind it
-    /// keeps encoded; `prev`, its decoded previous version when at hand.
+    /// by a resync. `seen.held` is the store's packing of `new`, for a kind
+    /// it keeps encoded. The previous version, held packed, is read back
+    /// without decoding while its writer or the store's watch event still
+    /// holds it decoded ([`crate::store::Packed::decoded`]).
     fn apply(&self, kind: EventType, new: &Arc<Value>, seen: Seen) -> (Option<Arc<Value>>, bool) {
         if !self.keeps {
             return (None, true);
@@ -346,9 +333,9 @@ impl Informer {
                     // A resync of what the cache holds: nothing to index.
                     return (Some(new.clone()), true);
                 }
-                Some(c.value_or(seen.prev.as_ref()))
+                Some(c.value())
             }
-            Some(c) => Some(c.value_or(seen.prev.as_ref())),
+            Some(c) => Some(c.value()),
             None => None,
         };
         match kind {
@@ -799,7 +786,6 @@ impl Runtime {
                 let seen = Seen {
                     resync: false,
                     held: event.held,
-                    prev: event.prev,
                 };
                 inf.dispatch_as(event.kind, event.object, seen);
                 self.activity.busy.fetch_sub(1, Ordering::SeqCst);
@@ -828,11 +814,7 @@ impl Runtime {
                     continue;
                 }
                 let held = matches!(stored, Stored::Encoded(_)).then(|| stored.clone());
-                let seen = Seen {
-                    resync: true,
-                    held,
-                    prev: None,
-                };
+                let seen = Seen { resync: true, held };
                 inf.dispatch_as(EventType::Modified, stored.object(), seen);
             }
             self.activity.busy.fetch_sub(1, Ordering::SeqCst);

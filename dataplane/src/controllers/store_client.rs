@@ -329,11 +329,6 @@ fn convert(event: &crate::store::Event) -> WatchEvent {
     WatchEvent {
         kind,
         object: event.object(),
-        // Only when at hand: the informer decodes its own copy if it needs it.
-        prev: match event.prev_stored() {
-            Some(Stored::Decoded(prev)) => Some(prev.clone()),
-            _ => None,
-        },
         held: match event.kind {
             EventKind::Deleted => None,
             _ => event.held().cloned(),

@@ -23,22 +23,14 @@ impl Encoding {
         let mut rv_at = None;
         json.push(b'{');
         for (i, (k, v)) in object.as_object()?.iter().enumerate() {
-            if i > 0 {
-                json.push(b',');
-            }
-            serde_json::to_writer(&mut json, k).ok()?;
-            json.push(b':');
+            entry(&mut json, i, k)?;
             if k != "metadata" {
                 serde_json::to_writer(&mut json, v).ok()?;
                 continue;
             }
             json.push(b'{');
             for (j, (mk, mv)) in v.as_object()?.iter().enumerate() {
-                if j > 0 {
-                    json.push(b',');
-                }
-                serde_json::to_writer(&mut json, mk).ok()?;
-                json.push(b':');
+                entry(&mut json, j, mk)?;
                 if mk == "resourceVersion" {
                     rv_at = Some(json.len());
                 } else {
@@ -67,15 +59,32 @@ impl Encoding {
 
     /// The JSON with `rv` in, in an allocation of exactly its size.
     pub(super) fn finish(&self, rv: u64) -> bytes::Bytes {
-        let rv = rv.to_string();
-        let mut out = Vec::with_capacity(self.json.len() + rv.len() + 2);
-        out.extend_from_slice(&self.json[..self.rv_at]);
-        out.push(b'"');
-        out.extend_from_slice(rv.as_bytes());
-        out.push(b'"');
-        out.extend_from_slice(&self.json[self.rv_at..]);
-        bytes::Bytes::from(out)
+        splice(&self.json, self.rv_at, rv)
     }
+}
+
+/// Starts the `n`th entry of a JSON object: a comma after the first, the
+/// quoted key and a colon.
+fn entry(json: &mut Vec<u8>, n: usize, key: &str) -> Option<()> {
+    if n > 0 {
+        json.push(b',');
+    }
+    serde_json::to_writer(&mut *json, key).ok()?;
+    json.push(b':');
+    Some(())
+}
+
+/// `json` with `rv`, quoted, put in at `at`, in an allocation of exactly its
+/// size.
+pub(super) fn splice(json: &[u8], at: usize, rv: u64) -> bytes::Bytes {
+    let rv = rv.to_string();
+    let mut out = Vec::with_capacity(json.len() + rv.len() + 2);
+    out.extend_from_slice(&json[..at]);
+    out.push(b'"');
+    out.extend_from_slice(rv.as_bytes());
+    out.push(b'"');
+    out.extend_from_slice(&json[at..]);
+    bytes::Bytes::from(out)
 }
 
 #[cfg(test)]

@@ -57,27 +57,25 @@ impl Stored {
         }
     }
 
-    /// Keeps `object` encoded, packed whole.
-    pub fn encode(object: &Value) -> Self {
-        let json = serde_json::to_vec(object).unwrap_or_default();
-        Stored::Encoded(Packed::whole(&json))
+    /// Keeps `object` encoded, packed whole (and remembered while held).
+    pub fn encode(object: &Object) -> Self {
+        let json = serde_json::to_vec(&**object).unwrap_or_default();
+        let packed = Packed::whole(&json);
+        packed.remember(object);
+        Stored::Encoded(packed)
     }
 
     /// The value (decoded afresh when kept encoded).
     pub fn object(&self) -> Object {
         match self {
             Stored::Decoded(o) => o.clone(),
-            Stored::Encoded(packed) => packed.decoded().unwrap_or_else(|| {
-                let value = Arc::new(decode(&packed.json()));
-                packed.remember(&value);
-                value
-            }),
+            Stored::Encoded(packed) => packed.value(),
         }
     }
 }
 
 /// Decodes JSON the store wrote.
-pub fn decode(json: &[u8]) -> Value {
+fn decode(json: &[u8]) -> Value {
     serde_json::from_slice(json).unwrap_or_else(|e| {
         // Only ever holds what the store encoded.
         tracing::error!(error = %e, "stored JSON does not decode");

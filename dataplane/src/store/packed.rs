@@ -13,7 +13,7 @@ use std::sync::{Arc, Weak};
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use super::encoding::Encoding;
+use super::encoding::{Encoding, splice};
 
 /// A family changes dictionary when one of its objects packs worse than
 /// this share of its size.
@@ -91,17 +91,23 @@ impl Packed {
                 tracing::error!(error = %e, "packed JSON does not unpack");
                 Vec::new()
             });
-        let Some(at) = self.rv_at.map(|a| a as usize).filter(|a| *a <= json.len()) else {
-            return Bytes::from(json);
-        };
-        let rv = self.rv.to_string();
-        let mut out = Vec::with_capacity(json.len() + rv.len() + 2);
-        out.extend_from_slice(&json[..at]);
-        out.push(b'"');
-        out.extend_from_slice(rv.as_bytes());
-        out.push(b'"');
-        out.extend_from_slice(&json[at..]);
-        Bytes::from(out)
+        match self.rv_at.map(|a| a as usize).filter(|a| *a <= json.len()) {
+            Some(at) => splice(&json, at, self.rv),
+            None => Bytes::from(json),
+        }
+    }
+
+    /// The value: as still held somewhere, or decoded afresh.
+    pub fn value(&self) -> Arc<serde_json::Value> {
+        self.decoded().unwrap_or_else(|| self.decode(&self.json()))
+    }
+
+    /// Decodes `json` (this packing's, unpacked), remembering the value for
+    /// the next read.
+    pub fn decode(&self, json: &[u8]) -> Arc<serde_json::Value> {
+        let value = Arc::new(super::decode(json));
+        self.remember(&value);
+        value
     }
 
     /// Whether both are the very same packing (not merely equal JSON).
