@@ -37,7 +37,10 @@ pub async fn authenticate(
                 .map(ServiceResponse::map_into_left_body)
         }
         Ok(Err(forbidden)) => Ok(req
-            .into_response(HttpResponse::Forbidden().json(forbidden.status()))
+            .into_response(crate::api::wire::respond(
+                HttpResponse::Forbidden(),
+                &forbidden.status(),
+            ))
             .map_into_right_body()),
         Err(err) => Ok(req
             .into_response(err.error_response())

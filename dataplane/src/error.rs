@@ -259,7 +259,7 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        HttpResponse::build(self.status_code()).json(self.status())
+        crate::api::wire::respond(HttpResponse::build(self.status_code()), &self.status())
     }
 }
 

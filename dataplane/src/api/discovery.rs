@@ -7,6 +7,7 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Value, json};
 
+use crate::api::wire;
 use crate::engine::{ClusterContext, Engine};
 use crate::error::ApiError;
 use crate::resources::{ApiGroup, ResourceRegistry, ResourceType};
@@ -127,7 +128,7 @@ pub async fn group(
         .group(&path)
         .filter(|g| !g.name.is_empty())
         .ok_or(ApiError::NotFound)?;
-    Ok(HttpResponse::Ok().json(api_group(&group)))
+    Ok(wire::respond(HttpResponse::Ok(), &api_group(&group)))
 }
 
 /// `GET /apis/{group}/{version}`.
@@ -169,7 +170,7 @@ fn resource_list(
     version: &str,
 ) -> Result<HttpResponse, ApiError> {
     let body = api_resource_list(reg, group, version).ok_or(ApiError::NotFound)?;
-    Ok(HttpResponse::Ok().json(body))
+    Ok(wire::respond(HttpResponse::Ok(), &body))
 }
 
 /// The `APIResourceList` of one group-version, subresources included

@@ -33,6 +33,7 @@ pub mod version;
 pub mod watch;
 pub mod webhook_call;
 pub mod whoami;
+pub mod wire;
 
 /// Mounts every API route; anything else is a 404 `Status`.
 pub fn configure(cfg: &mut web::ServiceConfig) {

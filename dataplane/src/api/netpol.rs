@@ -23,6 +23,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Value, json};
 
 use crate::api::request::{decode_object, header, read_body};
+use crate::api::wire;
 use crate::authz::networkpolicy::{self, Endpoint, Port};
 use crate::engine::{ClusterContext, Engine};
 use crate::error::{ApiError, Cause, Target};
@@ -155,5 +156,5 @@ async fn create(req: HttpRequest, payload: web::Payload) -> Result<HttpResponse,
     body["apiVersion"] = json!("kemu.dev/v1alpha1");
     body["kind"] = json!("NetworkPolicyEvaluation");
     body["status"] = verdict.to_json();
-    Ok(HttpResponse::Created().json(body))
+    Ok(wire::respond(HttpResponse::Created(), &body))
 }

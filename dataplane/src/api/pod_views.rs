@@ -11,6 +11,7 @@ use crate::api::openapi;
 use crate::api::patch::{self, PatchType};
 use crate::api::request;
 use crate::api::subresources::{Ctx, SubresourceError};
+use crate::api::wire;
 use crate::controllers::{kubelet, obj};
 use crate::error::{ApiError, Cause, Target};
 use crate::store::Preconditions;
@@ -52,7 +53,7 @@ pub fn serve(
     body: Result<Vec<u8>, ApiError>,
 ) -> Result<HttpResponse, SubresourceError> {
     if method == "GET" {
-        return Ok(HttpResponse::Ok().json(&*ctx.object()?));
+        return Ok(wire::respond(HttpResponse::Ok(), &*ctx.object()?));
     }
     let body = body?;
     let change: Change = match method {
@@ -91,7 +92,7 @@ pub fn serve(
         let pinned = method == "PUT" && proposed["metadata"]["resourceVersion"].is_string();
         match ctx.store.update(&key, next, &pre) {
             Err(ApiError::Conflict { .. }) if !pinned => continue,
-            Ok(written) => return Ok(HttpResponse::Ok().json(&*written)),
+            Ok(written) => return Ok(wire::respond(HttpResponse::Ok(), &written)),
             Err(e) => return Err(e.into()),
         }
     }

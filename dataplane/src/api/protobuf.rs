@@ -28,7 +28,7 @@ const MAGIC: &[u8] = b"k8s\0";
 /// Nesting limit: deeper bodies are refused rather than recursed into.
 const MAX_DEPTH: usize = 64;
 
-const LAYOUTS_GZ: &[u8] = include_bytes!("../../../fixtures/k8s/protobuf.json.gz");
+pub(crate) const LAYOUTS_GZ: &[u8] = include_bytes!("../../../fixtures/k8s/protobuf.json.gz");
 
 /// Whether a Content-Type names the protobuf encoding.
 pub fn is_protobuf(content_type: &str) -> bool {

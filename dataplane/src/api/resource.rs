@@ -27,6 +27,7 @@ use crate::api::subresources;
 use crate::api::table;
 use crate::api::validation;
 use crate::api::watch::{self, Filter, WatchRequest};
+use crate::api::wire;
 use crate::authz::admission::Operation as Admit;
 use crate::engine::{ClusterContext, Engine};
 use crate::error::ApiError;
@@ -335,7 +336,7 @@ impl Handler<'_> {
                 self.engine.registry().clock().now(),
             ),
         };
-        Ok(self.reply(status).json(body))
+        Ok(wire::respond(self.reply(status), &body))
     }
 
     /// A response builder carrying the request's warnings.
@@ -494,24 +495,30 @@ impl Handler<'_> {
                     .map(|o| custom_strategy::present(rt, o).into_owned())
                     .collect();
                 let now = self.engine.registry().clock().now();
-                Ok(HttpResponse::Ok().json(table::render(rt, &objects, include, meta, now)))
+                Ok(wire::respond(
+                    HttpResponse::Ok(),
+                    &table::render(rt, &objects, include, meta, now),
+                ))
             }
             Output::Json => {
                 // Written by hand so a large list is serialized once, item by item.
                 let mut body = Vec::with_capacity(256 + items.len() * 512);
                 let head = json!({ "kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": meta });
-                let head =
-                    serde_json::to_vec(&head).map_err(|e| ApiError::Internal(e.to_string()))?;
+                let head = wire::to_vec(&head);
                 body.extend_from_slice(&head[..head.len() - 1]);
                 body.extend_from_slice(b",\"items\":[");
                 for (i, o) in items.iter().enumerate() {
                     if i > 0 {
                         body.push(b',');
                     }
-                    serde_json::to_writer(&mut body, &*custom_strategy::present(rt, o))
-                        .map_err(|e| ApiError::Internal(e.to_string()))?;
+                    let item = custom_strategy::present(rt, o);
+                    if rt.custom.is_some() {
+                        wire::write(&mut body, &item);
+                    } else {
+                        wire::write_list_item(&mut body, &item);
+                    }
                 }
-                body.extend_from_slice(b"]}");
+                body.extend_from_slice(b"]}\n");
                 Ok(HttpResponse::Ok()
                     .content_type("application/json")
                     .body(body))
@@ -630,9 +637,11 @@ impl Handler<'_> {
         let mut named = body.clone();
         named["metadata"]["name"] = json!(name);
         custom_strategy::prepare_create(rt, &mut named, self.unknown_fields())?;
+        // As upstream: the request's manager owns what it sent and what
+        // defaulting filled in, not what admission plugins add.
+        self.track_stored(None, &mut named);
         let mut admitted = self.admission("").admit(Admit::Create, named, None).await?;
         admitted["metadata"]["name"] = json!(name);
-        self.track_stored(None, &mut admitted);
         let created = self.store.create(&key, admitted)?;
         self.respond(StatusCode::CREATED, &created)
     }
@@ -813,7 +822,7 @@ impl Handler<'_> {
         )?;
         self.warnings.lock().extend(answer.warnings);
         if answer.body["kind"] == "Status" {
-            return Ok(self.reply(answer.status).json(answer.body));
+            return Ok(wire::respond(self.reply(answer.status), &answer.body));
         }
         self.respond(answer.status, &answer.body)
     }
@@ -844,7 +853,7 @@ impl Handler<'_> {
             |o| filter.matches(o),
             &req,
         )?;
-        Ok(self.reply(StatusCode::OK).json(list))
+        Ok(wire::respond(self.reply(StatusCode::OK), &list))
     }
 
     fn view(&self, sub: Sub, object: &Value) -> Value {
@@ -897,7 +906,7 @@ impl Handler<'_> {
     fn get_sub(&self, sub: Sub) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
         let object = self.current(&key)?;
-        Ok(HttpResponse::Ok().json(self.view(sub, &object)))
+        Ok(wire::respond(HttpResponse::Ok(), &self.view(sub, &object)))
     }
 
     async fn update_sub(&self, sub: Sub, body: Value) -> Result<HttpResponse, ApiError> {
@@ -911,7 +920,7 @@ impl Handler<'_> {
             .await?;
         self.track_sub(sub.name(), &current, &mut next);
         let updated = self.store.update(&key, next, &Preconditions::default())?;
-        Ok(HttpResponse::Ok().json(self.view(sub, &updated)))
+        Ok(wire::respond(HttpResponse::Ok(), &self.view(sub, &updated)))
     }
 
     async fn patch_sub(
@@ -956,7 +965,7 @@ impl Handler<'_> {
                 Ok(next)
             })
             .await?;
-        Ok(HttpResponse::Ok().json(self.view(sub, &updated)))
+        Ok(wire::respond(HttpResponse::Ok(), &self.view(sub, &updated)))
     }
 }
 

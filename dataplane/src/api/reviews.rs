@@ -7,6 +7,7 @@ use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
 use kemu_shared::UserInfo;
 
 use crate::api::request::{decode_object, header, read_body};
+use crate::api::wire;
 use crate::authz::{Authorizer, Layered, StoreSource, review};
 use crate::cloud_identity::CloudGrants;
 use crate::engine::{ClusterContext, Engine};
@@ -85,5 +86,5 @@ async fn create(
             review::local_subject_access_review(&authz, namespace, &body)
         }
     }?;
-    Ok(HttpResponse::Created().json(answer))
+    Ok(wire::respond(HttpResponse::Created(), &answer))
 }

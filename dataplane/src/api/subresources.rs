@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use thiserror::Error;
 
 use crate::api::request::{Params, Scope};
-use crate::api::{binding, eviction, log, pod_views, stream_refusal, token};
+use crate::api::{binding, eviction, log, pod_views, stream_refusal, token, wire};
 use crate::engine::{ClusterContext, Engine};
 use crate::error::{ApiError, Target};
 use crate::store::{Object, ObjectKey, Store};
@@ -139,7 +139,7 @@ impl ResponseError for SubresourceError {
         {
             response.insert_header(("Retry-After", retry_after.to_string()));
         }
-        response.json(body)
+        wire::respond(response, &body)
     }
 }
 

@@ -7,6 +7,7 @@ use actix_web::HttpResponse;
 use serde_json::{Value, json};
 
 use crate::api::subresources::{self, Ctx, SubresourceError};
+use crate::api::wire;
 use crate::controllers::obj;
 use crate::error::{ApiError, Cause, Target};
 use crate::sa_token;
@@ -144,5 +145,5 @@ pub fn serve(
         "token": token,
         "expirationTimestamp": obj::fmt_time(now + obj::secs(expiration)),
     });
-    Ok(HttpResponse::Created().json(req))
+    Ok(wire::respond(HttpResponse::Created(), &req))
 }

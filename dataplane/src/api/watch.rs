@@ -19,6 +19,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::api::selectors::{FieldSelector, LabelSelector};
 use crate::api::table::{self, IncludeObject};
+use crate::api::wire;
 use crate::error::ApiError;
 use crate::resources::ResourceType;
 use crate::resources::strategy;
@@ -140,11 +141,12 @@ impl Watcher {
 
     /// Sends one event line; `false` once the client has gone.
     async fn send(&self, kind: &str, object: Value) -> bool {
-        let mut line = match serde_json::to_vec(&json!({ "type": kind, "object": object })) {
-            Ok(line) => line,
-            Err(_) => return true,
-        };
-        line.push(b'\n');
+        let mut line = Vec::with_capacity(1024);
+        line.extend_from_slice(b"{\"type\":");
+        line.extend_from_slice(&serde_json::to_vec(kind).unwrap_or_default());
+        line.extend_from_slice(b",\"object\":");
+        wire::write(&mut line, &object);
+        line.extend_from_slice(b"}\n");
         self.tx.send(Bytes::from(line)).await.is_ok()
     }
 

@@ -9,14 +9,24 @@ use crate::store::deletion::GcPolicy;
 
 use super::ResourceType;
 
-/// Kinds whose storage sets `ReturnDeletedObject` (group, kind).
-const RETURN_DELETED_OBJECT: [(&str, &str); 6] = [
+/// Kinds whose storage sets `ReturnDeletedObject` (group, kind), as
+/// kube-apiserver 1.34 answers a finished DELETE of each.
+const RETURN_DELETED_OBJECT: [(&str, &str); 15] = [
     ("", "Pod"),
     ("", "Service"),
+    ("", "ServiceAccount"),
     ("", "Namespace"),
     ("", "PersistentVolume"),
     ("", "PersistentVolumeClaim"),
     ("", "PodTemplate"),
+    ("", "ResourceQuota"),
+    ("storage.k8s.io", "StorageClass"),
+    ("storage.k8s.io", "VolumeAttributesClass"),
+    ("storage.k8s.io", "CSIDriver"),
+    ("resource.k8s.io", "DeviceClass"),
+    ("resource.k8s.io", "ResourceClaim"),
+    ("resource.k8s.io", "ResourceClaimTemplate"),
+    ("resource.k8s.io", "ResourceSlice"),
 ];
 
 /// Upstream's `DefaultGarbageCollectionPolicy` by group-version and kind:

@@ -80,8 +80,10 @@ impl Store for DryRun {
         }
         object["metadata"]["uid"] = json!(uuid::Uuid::new_v4().to_string());
         object["metadata"]["creationTimestamp"] = json!(self.timestamp());
-        if object.get("spec").is_some() {
+        if super::tracks_generation(&key.resource) {
             object["metadata"]["generation"] = json!(1);
+        } else if let Some(m) = object["metadata"].as_object_mut() {
+            m.remove("generation");
         }
         if key.resource == NAMESPACES {
             // The namespace registry's create defaults, as the store applies them.

@@ -745,7 +745,7 @@ impl Store for MemoryStore {
 
     fn create(&self, key: &ObjectKey, mut object: Value) -> Result<Object, ApiError> {
         let now = self.timestamp();
-        let has_spec = object.get("spec").is_some();
+        let has_generation = super::tracks_generation(&key.resource);
         let meta = meta_mut(&mut object);
         meta.insert("name".into(), json!(key.name));
         if key.namespace.is_empty() {
@@ -758,7 +758,7 @@ impl Store for MemoryStore {
         meta.remove("resourceVersion");
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
-        if has_spec {
+        if has_generation {
             meta.insert("generation".into(), json!(1));
         } else {
             meta.remove("generation");

@@ -114,6 +114,51 @@ impl ObjectKey {
 /// The group-resource of namespaces, whose objects namespaced keys need.
 pub const NAMESPACES: &str = "namespaces";
 
+/// Built-in group-resources whose upstream strategy keeps no
+/// `metadata.generation`; every other type (the workloads, policies, custom
+/// resources…) starts at 1 and counts its spec's changes.
+const WITHOUT_GENERATION: &[&str] = &[
+    "configmaps",
+    "secrets",
+    "serviceaccounts",
+    "services",
+    "endpoints",
+    "limitranges",
+    "resourcequotas",
+    "persistentvolumeclaims",
+    "persistentvolumes",
+    "namespaces",
+    "nodes",
+    "events",
+    "events.events.k8s.io",
+    "controllerrevisions.apps",
+    "horizontalpodautoscalers.autoscaling",
+    "roles.rbac.authorization.k8s.io",
+    "rolebindings.rbac.authorization.k8s.io",
+    "clusterroles.rbac.authorization.k8s.io",
+    "clusterrolebindings.rbac.authorization.k8s.io",
+    "storageclasses.storage.k8s.io",
+    "volumeattributesclasses.storage.k8s.io",
+    "csidrivers.storage.k8s.io",
+    "csinodes.storage.k8s.io",
+    "csistoragecapacities.storage.k8s.io",
+    "volumeattachments.storage.k8s.io",
+    "runtimeclasses.node.k8s.io",
+    "leases.coordination.k8s.io",
+    "certificatesigningrequests.certificates.k8s.io",
+    "servicecidrs.networking.k8s.io",
+    "ipaddresses.networking.k8s.io",
+    "resourceclaims.resource.k8s.io",
+    "resourceclaimtemplates.resource.k8s.io",
+    "apiservices.apiregistration.k8s.io",
+];
+
+/// Whether objects of the group-resource `resource` carry a
+/// `metadata.generation`, as upstream's strategy for it sets one.
+pub fn tracks_generation(resource: &str) -> bool {
+    !WITHOUT_GENERATION.contains(&resource)
+}
+
 /// What kind of change an [`Event`] records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {

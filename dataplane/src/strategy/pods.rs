@@ -56,6 +56,8 @@ fn default_container(c: &mut Value) {
     set_default(c, "imagePullPolicy", json!(pull_policy(&image)));
     set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
     set_default(c, "terminationMessagePolicy", json!("File"));
+    // A struct field Go writes even when empty.
+    set_default(c, "resources", json!({}));
     for port in each(c, "ports") {
         set_default(port, "protocol", json!("TCP"));
     }

@@ -16,15 +16,27 @@ use crate::error::{ApiError, Cause, Target};
 const MAX_MANAGER: usize = 128;
 
 /// The field manager of a request: `fieldManager`, else the user agent up
-/// to its first `/` (as upstream derives it: `kubectl`, `python-requests`).
+/// to its first `/` (as upstream derives it: `kubectl`, `python-requests`),
+/// its unprintable characters dropped, cut at 128 bytes; `unknown` when
+/// that leaves nothing, as upstream's field manager names it.
 pub(super) fn manager(params: &Params, user_agent: &str) -> String {
-    match params.get("fieldManager") {
-        Some(m) if !m.is_empty() => m.to_owned(),
-        _ => {
-            let ua: String = user_agent.chars().take(MAX_MANAGER).collect();
-            ua.split('/').next().unwrap_or_default().to_owned()
-        }
+    if let Some(m) = params.get("fieldManager").filter(|m| !m.is_empty()) {
+        return m.to_owned();
     }
+    let mut prefix = String::new();
+    for c in user_agent.split('/').next().unwrap_or_default().chars() {
+        if c.is_control() {
+            continue;
+        }
+        if prefix.len() + c.len_utf8() > MAX_MANAGER {
+            break;
+        }
+        prefix.push(c);
+    }
+    if prefix.is_empty() {
+        prefix.push_str("unknown");
+    }
+    prefix
 }
 
 /// A `PatchOptions` field error, as upstream's options validation words it.

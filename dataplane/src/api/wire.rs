@@ -1,0 +1,483 @@
+//! JSON as kube-apiserver writes it, byte for byte: a built-in type's keys in
+//! its Go struct's field order (`kind` and `apiVersion` first), every other
+//! map's keys sorted (Go sorts map keys), strings escaped as Go's
+//! `encoding/json` escapes them (`<`, `>` and `&` as `\u003c`…), and a
+//! newline after each value, as `json.Encoder` ends it.
+//!
+//! The field order comes from the protobuf layouts of
+//! `fixtures/k8s/protobuf.json.gz`, which list each message's fields as
+//! go-to-protobuf generated them: in struct order (their tags are not).
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::sync::OnceLock;
+
+use actix_web::{HttpResponse, HttpResponseBuilder};
+use serde_json::Value;
+
+use crate::resources::ResourceRegistry;
+
+/// One message's fields in struct order.
+struct Message {
+    /// Position of each JSON name.
+    index: HashMap<String, usize>,
+    /// Each field's message type (of its items, or of a map's values), and
+    /// whether it is a map.
+    types: Vec<(Option<usize>, bool)>,
+}
+
+struct Layouts {
+    messages: Vec<Message>,
+    by_name: HashMap<String, usize>,
+    /// `apiVersion`/`kind` → message, from the definitions' group-version-kinds.
+    by_gvk: HashMap<(String, String), usize>,
+}
+
+/// Types whose JSON is not their fields: any JSON value, written as a map.
+const OPAQUE: [&str; 3] = [
+    "io.k8s.apimachinery.pkg.runtime.RawExtension",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
+];
+
+/// Types the layouts lack (no protobuf form), in their structs' order.
+const EXTRA: [(&str, &[(&str, Option<&str>)]); 4] = [
+    (
+        "io.k8s.apimachinery.pkg.apis.meta.v1.Table",
+        &[
+            (
+                "metadata",
+                Some("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"),
+            ),
+            (
+                "columnDefinitions",
+                Some("io.k8s.apimachinery.pkg.apis.meta.v1.TableColumnDefinition"),
+            ),
+            (
+                "rows",
+                Some("io.k8s.apimachinery.pkg.apis.meta.v1.TableRow"),
+            ),
+        ],
+    ),
+    (
+        "io.k8s.apimachinery.pkg.apis.meta.v1.TableColumnDefinition",
+        &[
+            ("name", None),
+            ("type", None),
+            ("format", None),
+            ("description", None),
+            ("priority", None),
+        ],
+    ),
+    (
+        "io.k8s.apimachinery.pkg.apis.meta.v1.TableRow",
+        &[
+            ("cells", None),
+            (
+                "conditions",
+                Some("io.k8s.apimachinery.pkg.apis.meta.v1.TableRowCondition"),
+            ),
+            ("object", None),
+        ],
+    ),
+    (
+        "io.k8s.apimachinery.pkg.apis.meta.v1.TableRowCondition",
+        &[
+            ("type", None),
+            ("status", None),
+            ("reason", None),
+            ("message", None),
+        ],
+    ),
+];
+
+fn layouts() -> &'static Layouts {
+    static LAYOUTS: OnceLock<Layouts> = OnceLock::new();
+    LAYOUTS.get_or_init(|| {
+        let mut text = String::new();
+        // Compiled-in data checked by the tests: failure is a build defect.
+        flate2::read::GzDecoder::new(crate::api::protobuf::LAYOUTS_GZ)
+            .read_to_string(&mut text)
+            .expect("fixtures/k8s/protobuf.json.gz is gzip");
+        let raw: HashMap<String, Vec<Value>> =
+            serde_json::from_str(&text).expect("fixtures/k8s/protobuf.json.gz is JSON");
+        let mut fields: Vec<(String, Vec<(String, Option<String>, bool)>)> = raw
+            .into_iter()
+            .filter(|(name, _)| !OPAQUE.contains(&name.as_str()))
+            .map(|(name, list)| {
+                let list = list
+                    .iter()
+                    .filter_map(|f| {
+                        let map = f[2] == "map";
+                        Some((
+                            f[1].as_str()?.to_owned(),
+                            f[4].as_str().map(str::to_owned),
+                            map,
+                        ))
+                    })
+                    .collect();
+                (name, list)
+            })
+            .collect();
+        for (name, list) in EXTRA {
+            let list = list
+                .iter()
+                .map(|(f, t)| (f.to_string(), t.map(str::to_string), false))
+                .collect();
+            fields.push((name.to_string(), list));
+        }
+        let by_name: HashMap<String, usize> = fields
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| (n.clone(), i))
+            .collect();
+        let messages = fields
+            .iter()
+            .map(|(_, list)| Message {
+                index: list
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (f, _, _))| (f.clone(), i))
+                    .collect(),
+                types: list
+                    .iter()
+                    .map(|(_, t, map)| (t.as_ref().and_then(|t| by_name.get(t).copied()), *map))
+                    .collect(),
+            })
+            .collect();
+        let mut by_gvk = HashMap::new();
+        for (name, d) in crate::api::openapi::definitions() {
+            let Some(&m) = by_name.get(name) else {
+                continue;
+            };
+            for g in d["x-kubernetes-group-version-kind"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                let (group, version, kind) = (
+                    g["group"].as_str().unwrap_or(""),
+                    g["version"].as_str().unwrap_or(""),
+                    g["kind"].as_str().unwrap_or(""),
+                );
+                let api_version = if group.is_empty() {
+                    version.to_string()
+                } else {
+                    format!("{group}/{version}")
+                };
+                by_gvk.entry((api_version, kind.to_string())).or_insert(m);
+            }
+        }
+        for rt in ResourceRegistry::builtin_ref().all() {
+            if let Some(&m) = by_name.get(&rt.definition) {
+                by_gvk.insert((rt.api_version(), rt.kind.clone()), m);
+            }
+        }
+        let table = by_name["io.k8s.apimachinery.pkg.apis.meta.v1.Table"];
+        for v in ["v1", "v1beta1"] {
+            by_gvk.insert((format!("meta.k8s.io/{v}"), "Table".into()), table);
+        }
+        Layouts {
+            messages,
+            by_name,
+            by_gvk,
+        }
+    })
+}
+
+/// The message of an object by its own `apiVersion` and `kind`; `None` for
+/// custom resources and anything untyped.
+fn message_of(value: &Value) -> Option<usize> {
+    let api_version = value.get("apiVersion")?.as_str()?;
+    let kind = value.get("kind")?.as_str()?;
+    layouts()
+        .by_gvk
+        .get(&(api_version.to_string(), kind.to_string()))
+        .copied()
+}
+
+/// `value` as kube-apiserver writes it, without the closing newline; typed
+/// by its own `apiVersion` and `kind`.
+pub fn to_vec(value: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(512);
+    write(&mut out, value);
+    out
+}
+
+/// Appends `value` as kube-apiserver writes it, typed by its own
+/// `apiVersion` and `kind`.
+pub fn write(out: &mut Vec<u8>, value: &Value) {
+    write_typed(out, value, message_of(value), true);
+}
+
+/// Appends an item of a built-in type's list: without `kind` and
+/// `apiVersion`, as a typed list's items are written (a custom resource's
+/// items keep theirs: write those with [`write`]).
+pub fn write_list_item(out: &mut Vec<u8>, value: &Value) {
+    let Some(m) = message_of(value) else {
+        return write(out, value);
+    };
+    match value {
+        Value::Object(map) => {
+            let m = &layouts().messages[m];
+            let fields = map.iter().filter(|(k, _)| !is_type_meta(m, k));
+            write_members(out, fields.collect(), m, false);
+        }
+        other => scalar(out, other),
+    }
+}
+
+/// Appends `value` as the named message (`io.k8s.api.core.v1.Pod`).
+pub fn write_as(out: &mut Vec<u8>, value: &Value, message: &str) {
+    let m = layouts().by_name.get(message).copied();
+    write_typed(out, value, m, false);
+}
+
+/// A JSON answer with kube-apiserver's bytes and Content-Type.
+pub fn respond(mut builder: HttpResponseBuilder, value: &Value) -> HttpResponse {
+    let mut body = to_vec(value);
+    body.push(b'\n');
+    builder.content_type("application/json").body(body)
+}
+
+fn write_typed(out: &mut Vec<u8>, value: &Value, message: Option<usize>, top: bool) {
+    match value {
+        Value::Object(map) => {
+            let Some(m) = message.map(|m| &layouts().messages[m]) else {
+                out.push(b'{');
+                for (i, (k, v)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    string(out, k);
+                    out.push(b':');
+                    // An untyped object's values are untyped, but an
+                    // embedded object names its own type.
+                    write_typed(out, v, message_of(v), false);
+                }
+                out.push(b'}');
+                return;
+            };
+            write_members(out, map.iter().collect(), m, top);
+        }
+        other => scalar(out, other),
+    }
+}
+
+/// An object's members as `m`: type meta first (at the top), then the
+/// fields in struct order, then whatever the layout lacks, sorted.
+fn write_members(out: &mut Vec<u8>, mut entries: Vec<(&String, &Value)>, m: &Message, top: bool) {
+    // `kind` and `apiVersion` are the inline TypeMeta, unless the struct
+    // has fields of those names (ManagedFieldsEntry, StatusDetails).
+    let rank = |k: &str| -> (usize, usize) {
+        match (m.index.get(k), k) {
+            (Some(&i), _) => (1, i),
+            (None, "kind") => (0, 0),
+            (None, "apiVersion") => (0, 1),
+            (None, _) => (2, 0),
+        }
+    };
+    entries.sort_by_key(|(k, _)| rank(k));
+    out.push(b'{');
+    for (i, (k, v)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        string(out, k);
+        out.push(b':');
+        let (field_type, map) = m
+            .index
+            .get(k.as_str())
+            .map_or((None, false), |&i| m.types[i]);
+        match (k.as_str(), field_type, v) {
+            // A typed list's items carry no type meta.
+            ("items", Some(item), Value::Array(items)) if top => {
+                out.push(b'[');
+                for (j, v) in items.iter().enumerate() {
+                    if j > 0 {
+                        out.push(b',');
+                    }
+                    match v {
+                        Value::Object(o) => {
+                            let item = &layouts().messages[item];
+                            let fields = o.iter().filter(|(k, _)| !is_type_meta(item, k));
+                            write_members(out, fields.collect(), item, false)
+                        }
+                        other => scalar(out, other),
+                    }
+                }
+                out.push(b']');
+            }
+            _ => write_field(out, v, field_type, map),
+        }
+    }
+    out.push(b'}');
+}
+
+/// Whether `key` is the inline TypeMeta of `m`, not a field of its own.
+fn is_type_meta(m: &Message, key: &str) -> bool {
+    matches!(key, "kind" | "apiVersion") && !m.index.contains_key(key)
+}
+
+/// A field's value: a message, a list of them, or a map of them.
+fn write_field(out: &mut Vec<u8>, value: &Value, message: Option<usize>, map: bool) {
+    match (value, message) {
+        (Value::Array(items), _) => {
+            out.push(b'[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_field(out, v, message, false);
+            }
+            out.push(b']');
+        }
+        (Value::Object(entries), Some(m)) if map => {
+            out.push(b'{');
+            for (i, (k, v)) in entries.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                string(out, k);
+                out.push(b':');
+                write_typed(out, v, Some(m), false);
+            }
+            out.push(b'}');
+        }
+        (Value::Object(_), Some(m)) => write_typed(out, value, Some(m), false),
+        // An opaque field (RawExtension, JSON): an embedded object names
+        // its own type.
+        (Value::Object(_), None) => write_typed(out, value, message_of(value), true),
+        (other, _) => scalar(out, other),
+    }
+}
+
+fn scalar(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::String(s) => string(out, s),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_typed(out, v, message_of(v), false);
+            }
+            out.push(b']');
+        }
+        Value::Object(_) => write_typed(out, value, None, false),
+        // null, booleans and numbers print as Go prints them.
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
+    }
+}
+
+/// A string as Go's `encoding/json` escapes it.
+fn string(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let escape: Option<&[u8]> = match b {
+            b'"' => Some(b"\\\""),
+            b'\\' => Some(b"\\\\"),
+            b'\n' => Some(b"\\n"),
+            b'\r' => Some(b"\\r"),
+            b'\t' => Some(b"\\t"),
+            0x08 => Some(b"\\b"),
+            0x0c => Some(b"\\f"),
+            _ => None,
+        };
+        let short = escape.is_some();
+        let unicode = b < 0x20 || b == b'<' || b == b'>' || b == b'&';
+        // U+2028 and U+2029, which JavaScript reads as line ends.
+        let separator = b == 0xe2
+            && bytes.get(i + 1) == Some(&0x80)
+            && matches!(bytes.get(i + 2), Some(0xa8 | 0xa9));
+        if !(short || unicode || separator) {
+            i += 1;
+            continue;
+        }
+        out.extend_from_slice(&bytes[start..i]);
+        if let Some(e) = escape {
+            out.extend_from_slice(e);
+            i += 1;
+        } else if separator {
+            out.extend_from_slice(if bytes[i + 2] == 0xa8 {
+                b"\\u2028"
+            } else {
+                b"\\u2029"
+            });
+            i += 3;
+        } else {
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[(b >> 4) as usize]);
+            out.push(HEX[(b & 0xf) as usize]);
+            i += 1;
+        }
+        start = i;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn text(v: &Value) -> String {
+        String::from_utf8(to_vec(v)).unwrap()
+    }
+
+    #[test]
+    fn typed_objects_in_struct_order() {
+        let cm = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "data": {"b": "1", "a": "<&>"},
+            "metadata": {"uid": "u", "name": "x", "namespace": "d", "labels": {"z": "1", "a": "2"}},
+        });
+        assert_eq!(
+            text(&cm),
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x","namespace":"d","uid":"u","labels":{"a":"2","z":"1"}},"data":{"a":"\u003c\u0026\u003e","b":"1"}}"#
+        );
+    }
+
+    #[test]
+    fn nested_messages_lists_and_maps() {
+        let pod = json!({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"image": "nginx", "name": "c",
+                "resources": {"limits": {"memory": "1Gi", "cpu": "1"}}}],
+                "restartPolicy": "Always", "volumes": []},
+        });
+        assert_eq!(
+            text(&pod),
+            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p"},"spec":{"volumes":[],"containers":[{"name":"c","image":"nginx","resources":{"limits":{"cpu":"1","memory":"1Gi"}}}],"restartPolicy":"Always"}}"#
+        );
+    }
+
+    #[test]
+    fn untyped_objects_sorted() {
+        let cr = json!({"kind": "Widget", "apiVersion": "example.com/v1", "spec": {"b": 1, "a": [1.5, null]}});
+        assert_eq!(
+            text(&cr),
+            r#"{"apiVersion":"example.com/v1","kind":"Widget","spec":{"a":[1.5,null],"b":1}}"#
+        );
+    }
+
+    #[test]
+    fn go_escapes() {
+        let mut out = Vec::new();
+        string(&mut out, "a\"\\\n\u{1}\u{8}\u{2028}é");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#""a\"\\\n\u0001\b\u2028é""#
+        );
+    }
+}
