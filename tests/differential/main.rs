@@ -374,23 +374,56 @@ fn write_known(list: &[Known]) -> Result<(), String> {
 /// validation and defaulting, and the ones named here).
 fn cause(diff: &str) -> &'static str {
     let rules: [(&str, &str); 12] = [
-        ("status: 422 upstream", "kemu bug: upstream's validation for this kind or update (required, format, immutable fields) is missing, so kemu accepts what kube-apiserver refuses"),
-        ("managedFields", "kemu bug: managedFields differ from upstream's (fields set by upstream's defaulting or by a different manager/operation are tracked differently)"),
-        ("header warning", "kemu bug: the Warning header upstream sends (deprecation or field warnings) is missing or worded differently"),
-        ("body.kind: \"", "kemu bug: DELETE answers a Status where upstream answers the object (foreground/orphan deletion keeps it with the collector's finalizer; kemu's collector only handles the kinds it watches)"),
-        (".generation", "kemu bug: metadata.generation differs from upstream's strategy for this kind"),
-        ("only upstream has it", "kemu bug: a field upstream's defaulting or strategy sets is missing"),
-        ("only kemu has it", "kemu bug: kemu sets a field upstream does not"),
-        ("key order", "kemu bug: keys in another order than upstream's (a type whose Go field order kemu's layouts lack)"),
+        (
+            "status: 422 upstream",
+            "kemu bug: upstream's validation for this kind or update (required, format, immutable fields) is missing, so kemu accepts what kube-apiserver refuses",
+        ),
+        (
+            "managedFields",
+            "kemu bug: managedFields differ from upstream's (fields set by upstream's defaulting or by a different manager/operation are tracked differently)",
+        ),
+        (
+            "header warning",
+            "kemu bug: the Warning header upstream sends (deprecation or field warnings) is missing or worded differently",
+        ),
+        (
+            "body.kind: \"",
+            "kemu bug: DELETE answers a Status where upstream answers the object (foreground/orphan deletion keeps it with the collector's finalizer; kemu's collector only handles the kinds it watches)",
+        ),
+        (
+            ".generation",
+            "kemu bug: metadata.generation differs from upstream's strategy for this kind",
+        ),
+        (
+            "only upstream has it",
+            "kemu bug: a field upstream's defaulting or strategy sets is missing",
+        ),
+        (
+            "only kemu has it",
+            "kemu bug: kemu sets a field upstream does not",
+        ),
+        (
+            "key order",
+            "kemu bug: keys in another order than upstream's (a type whose Go field order kemu's layouts lack)",
+        ),
         ("status: ", "kemu bug: another status code than upstream's"),
-        ("items upstream", "kemu bug: another number of items than upstream's"),
-        ("events upstream", "kemu bug: another sequence of watch events than upstream's"),
+        (
+            "items upstream",
+            "kemu bug: another number of items than upstream's",
+        ),
+        (
+            "events upstream",
+            "kemu bug: another sequence of watch events than upstream's",
+        ),
         ("upstream,", "kemu bug: a value differs from upstream's"),
     ];
     rules
         .iter()
         .find(|(pattern, _)| diff.contains(pattern))
-        .map_or("kemu bug: the answer differs from upstream's", |(_, why)| why)
+        .map_or(
+            "kemu bug: the answer differs from upstream's",
+            |(_, why)| why,
+        )
 }
 
 fn table(rows: &BTreeMap<String, Row>) -> String {

@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use actix_web::http::StatusCode;
-use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
+use actix_web::{HttpMessage, HttpRequest, HttpResponse, ResponseError, web};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
@@ -217,7 +217,8 @@ pub async fn dispatch(
     };
     let ct = request::header(&req, "content-type");
     tracing::debug!(?op, resource = %h.scope.resource(), name = ?h.scope.name, "request");
-    match op {
+    let deprecation = h.rt().deprecation_warning();
+    let answer = match op {
         Operation::Get => h.get(),
         Operation::List => h.list(),
         Operation::Watch => h.watch(),
@@ -231,7 +232,23 @@ pub async fn dispatch(
             h.update_sub(sub, request::decode_object(ct, &body)?).await
         }
         Operation::PatchSubresource(sub, kind) => h.patch_sub(sub, kind, &body).await,
+    };
+    let Some(warning) = deprecation else {
+        return answer;
+    };
+    // Errors too carry the deprecation warning.
+    let mut resp = answer.unwrap_or_else(|e| e.error_response());
+    let value = field_validation::warning_header(warning);
+    if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&value) {
+        let warnings = resp.headers_mut();
+        let others: Vec<_> = warnings.get_all("warning").cloned().collect();
+        warnings.remove("warning");
+        warnings.append(actix_web::http::header::WARNING, value);
+        for other in others {
+            warnings.append(actix_web::http::header::WARNING, other);
+        }
     }
+    Ok(resp)
 }
 
 struct Handler<'a> {

@@ -81,6 +81,14 @@ impl ResourceType {
             format!("{}/{}", self.group, self.version)
         }
     }
+
+    /// The warning every request to a deprecated type gets, as upstream's
+    /// handlers add it.
+    pub fn deprecation_warning(&self) -> Option<&'static str> {
+        (self.group.is_empty() && self.version == "v1" && self.kind == "Endpoints").then_some(
+            "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice",
+        )
+    }
 }
 
 /// Every resource type a cluster serves.

@@ -12,38 +12,25 @@ pub(super) struct Encoding {
     rv_at: usize,
 }
 
+/// The resourceVersion written while encoding, cut out afterwards: a value
+/// no object holds, so its one occurrence marks where the real one goes.
+const MARK: &str = "kemu:resourceVersion:placeholder";
+
 impl Encoding {
-    /// Encodes `object`, giving it a `metadata.resourceVersion` to be filled
-    /// in if it has none, so the key is in its place; `None` if it is not an
-    /// object with an object `metadata`.
+    /// Encodes `object` as kube-apiserver writes it, giving it a
+    /// `metadata.resourceVersion` to be filled in if it has none, so the key
+    /// is in its place; `None` if it is not an object with an object
+    /// `metadata`.
     pub(super) fn of(object: &mut Value) -> Option<Self> {
         let meta = object.get_mut("metadata")?.as_object_mut()?;
-        meta.entry("resourceVersion").or_insert_with(|| json!(""));
-        let mut json = Vec::with_capacity(1024);
-        let mut rv_at = None;
-        json.push(b'{');
-        for (i, (k, v)) in object.as_object()?.iter().enumerate() {
-            entry(&mut json, i, k)?;
-            if k != "metadata" {
-                serde_json::to_writer(&mut json, v).ok()?;
-                continue;
-            }
-            json.push(b'{');
-            for (j, (mk, mv)) in v.as_object()?.iter().enumerate() {
-                entry(&mut json, j, mk)?;
-                if mk == "resourceVersion" {
-                    rv_at = Some(json.len());
-                } else {
-                    serde_json::to_writer(&mut json, mv).ok()?;
-                }
-            }
-            json.push(b'}');
-        }
-        json.push(b'}');
-        Some(Self {
-            json,
-            rv_at: rv_at?,
-        })
+        let kept = meta.insert("resourceVersion".into(), json!(MARK));
+        let mut json = crate::api::wire::to_vec(object);
+        let meta = object.get_mut("metadata")?.as_object_mut()?;
+        meta.insert("resourceVersion".into(), kept.unwrap_or_else(|| json!("")));
+        let quoted = format!("\"{MARK}\"");
+        let at = memchr::memmem::find(&json, quoted.as_bytes())?;
+        json.drain(at..at + quoted.len());
+        Some(Self { json, rv_at: at })
     }
 
     /// The JSON but for the resourceVersion's value, and where that goes.
@@ -61,17 +48,6 @@ impl Encoding {
     pub(super) fn finish(&self, rv: u64) -> bytes::Bytes {
         splice(&self.json, self.rv_at, rv)
     }
-}
-
-/// Starts the `n`th entry of a JSON object: a comma after the first, the
-/// quoted key and a colon.
-fn entry(json: &mut Vec<u8>, n: usize, key: &str) -> Option<()> {
-    if n > 0 {
-        json.push(b',');
-    }
-    serde_json::to_writer(&mut *json, key).ok()?;
-    json.push(b':');
-    Some(())
 }
 
 /// `json` with `rv`, quoted, put in at `at`, in an allocation of exactly its
@@ -104,7 +80,7 @@ mod tests {
             let encoding = Encoding::of(&mut object).unwrap();
             object["metadata"]["resourceVersion"] = json!("12345");
             let json = encoding.finish(12345);
-            assert_eq!(*json, serde_json::to_vec(&object).unwrap()[..]);
+            assert_eq!(*json, crate::api::wire::to_vec(&object)[..]);
             assert!(encoding.max_len() >= json.len());
         }
         assert!(Encoding::of(&mut json!({"metadata": "x"})).is_none());

@@ -263,11 +263,7 @@ impl Event {
             Stored::Encoded(packed) => packed.json(),
             Stored::Decoded(object) => self
                 .json
-                .get_or_init(|| {
-                    serde_json::to_vec(&**object)
-                        .map(bytes::Bytes::from)
-                        .unwrap_or_default()
-                })
+                .get_or_init(|| bytes::Bytes::from(crate::api::wire::to_vec(object)))
                 .clone(),
         }
     }

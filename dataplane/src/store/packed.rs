@@ -187,7 +187,7 @@ mod tests {
                 .pack("pods/default/web-7d9c6b5f4-", &encoding)
                 .numbered(rv, &written);
             assert!(packed.decoded().is_some_and(|d| Arc::ptr_eq(&d, &written)));
-            assert_eq!(*packed.json(), serde_json::to_vec(object).unwrap()[..]);
+            assert_eq!(*packed.json(), crate::api::wire::to_vec(object)[..]);
             packs.push(packed);
         }
         let alone = Packed::whole(&serde_json::to_vec(&second).unwrap());

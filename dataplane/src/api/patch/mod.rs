@@ -89,12 +89,34 @@ pub fn apply(
     patch: &Value,
     schema: Schema,
 ) -> Result<(), PatchError> {
-    match kind {
-        PatchType::Json => json::apply(target, patch),
-        PatchType::Merge | PatchType::Apply => {
-            merge(target, patch);
-            Ok(())
+    let unmarshal = |what: &str| {
+        PatchError::Malformed(format!(
+            "error decoding patch: json: cannot unmarshal {what} into Go value of type map[string]interface {{}}"
+        ))
+    };
+    // A merge patch is decoded into a map, as upstream decodes it.
+    if kind != PatchType::Json {
+        match patch {
+            Value::Object(_) => {}
+            Value::Null => return Ok(()),
+            Value::Array(_) => return Err(unmarshal("array")),
+            Value::String(_) => return Err(unmarshal("string")),
+            Value::Number(_) => return Err(unmarshal("number")),
+            Value::Bool(_) => return Err(unmarshal("bool")),
         }
-        PatchType::StrategicMerge => strategic::apply(target, patch, schema),
     }
+    let mut next = target.clone();
+    match kind {
+        PatchType::Json => json::apply(&mut next, patch)?,
+        PatchType::Merge | PatchType::Apply => merge(&mut next, patch),
+        PatchType::StrategicMerge => strategic::apply(&mut next, patch, schema)?,
+    }
+    // A JSON patch that replaces the whole document with something else.
+    if !next.is_object() {
+        return Err(PatchError::Unclassified(
+            "json: cannot unmarshal the patched document into an object".into(),
+        ));
+    }
+    *target = next;
+    Ok(())
 }
