@@ -16,7 +16,7 @@ use crate::api::options::{self, OptionsKind, cause, go_quote};
 use crate::api::request::{self, Params};
 use crate::error::{ApiError, Cause};
 use crate::resources::ResourceType;
-use crate::store::deletion::Propagation;
+use crate::store::deletion::{self, Propagation};
 use crate::store::{DeleteOptions, Deleted, DryRun, ObjectKey, Preconditions, Snapshot, Store};
 
 /// A parsed, validated `DeleteOptions`.
@@ -237,6 +237,7 @@ pub fn delete_one(
     }
     let outcome = store.delete_with(key, &rt.delete_strategy(), &req.options)?;
     let deferred_cascade = req.options.orphan_dependents == Some(false);
+    let outcome_now = matches!(outcome, Deleted::Now(_));
     let (status, body) = match outcome {
         Deleted::Pending(o) => {
             let status = if deferred_cascade {
@@ -247,7 +248,17 @@ pub fn delete_one(
             (status, (*o).clone())
         }
         Deleted::Now(o) | Deleted::AlreadyPending(o) => {
-            let body = if rt.returns_deleted_object() {
+            // The collector's finalizer, which kemu's collector lifts at once
+            // for a kind it does not watch: answered as upstream answers it.
+            let pending = match outcome_now {
+                true => rt.uncollected_policy().and_then(|s| {
+                    deletion::pending_for_collector(&s, &o, &req.options, clock.now())
+                }),
+                false => None,
+            };
+            let body = if let Some(pending) = pending {
+                pending
+            } else if rt.returns_deleted_object() {
                 (*o).clone()
             } else {
                 success(rt, &key.name, &o)

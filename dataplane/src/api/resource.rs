@@ -520,10 +520,14 @@ impl Handler<'_> {
             Output::Json => {
                 // Written by hand so a large list is serialized once, item by item.
                 let mut body = Vec::with_capacity(256 + items.len() * 512);
-                let head = json!({ "kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": meta });
+                // The list as the wire writes it, its items cut off to be
+                // written one by one.
+                let head = json!({ "kind": rt.list_kind, "apiVersion": rt.api_version(),
+                    "metadata": meta, "items": [] });
                 let head = wire::to_vec(&head);
-                body.extend_from_slice(&head[..head.len() - 1]);
-                body.extend_from_slice(b",\"items\":[");
+                let head = head.strip_suffix(b"[]}").unwrap_or(&head);
+                body.extend_from_slice(head);
+                body.push(b'[');
                 for (i, o) in items.iter().enumerate() {
                     if i > 0 {
                         body.push(b',');

@@ -7,6 +7,9 @@
 //! The field order comes from the protobuf layouts of
 //! `fixtures/k8s/protobuf.json.gz`, which list each message's fields as
 //! go-to-protobuf generated them: in struct order (their tags are not).
+//! Fields Go writes even when zero (no `omitempty`: a struct value's `{}`,
+//! a scalar's zero, a nil list's `null`) come from upstream's own OpenAPI v3,
+//! recorded in `fixtures/k8s/always-written.json`.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -24,7 +27,12 @@ struct Message {
     /// Each field's message type (of its items, or of a map's values), and
     /// whether it is a map.
     types: Vec<(Option<usize>, bool)>,
+    /// Fields written when absent, with the value they are written as.
+    always: Vec<(String, Value)>,
 }
+
+/// Upstream's fields without `omitempty`, by definition.
+const ALWAYS_WRITTEN: &str = include_str!("../../../fixtures/k8s/always-written.json");
 
 struct Layouts {
     messages: Vec<Message>,
@@ -131,9 +139,23 @@ fn layouts() -> &'static Layouts {
             .enumerate()
             .map(|(i, (n, _))| (n.clone(), i))
             .collect();
+        let always: HashMap<String, Vec<(String, Value)>> =
+            serde_json::from_str::<Value>(ALWAYS_WRITTEN)
+                .ok()
+                .and_then(|v| serde_json::from_value(v["definitions"].clone()).ok())
+                .expect("fixtures/k8s/always-written.json: definition -> [[field, value]]");
         let messages = fields
             .iter()
-            .map(|(_, list)| Message {
+            .map(|(name, list)| Message {
+                always: always
+                    .get(name)
+                    .map(|a| {
+                        a.iter()
+                            .filter(|(f, _)| list.iter().any(|(g, _, _)| g == f))
+                            .cloned()
+                            .collect()
+                    })
+                    .unwrap_or_default(),
                 index: list
                     .iter()
                     .enumerate()
@@ -266,7 +288,17 @@ fn write_typed(out: &mut Vec<u8>, value: &Value, message: Option<usize>, top: bo
 
 /// An object's members as `m`: type meta first (at the top), then the
 /// fields in struct order, then whatever the layout lacks, sorted.
-fn write_members(out: &mut Vec<u8>, mut entries: Vec<(&String, &Value)>, m: &Message, top: bool) {
+fn write_members<'a>(
+    out: &mut Vec<u8>,
+    mut entries: Vec<(&'a String, &'a Value)>,
+    m: &'a Message,
+    top: bool,
+) {
+    for (field, zero) in &m.always {
+        if !entries.iter().any(|(k, _)| *k == field) {
+            entries.push((field, zero));
+        }
+    }
     // `kind` and `apiVersion` are the inline TypeMeta, unless the struct
     // has fields of those names (ManagedFieldsEntry, StatusDetails).
     let rank = |k: &str| -> (usize, usize) {
@@ -458,7 +490,7 @@ mod tests {
         });
         assert_eq!(
             text(&pod),
-            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p"},"spec":{"volumes":[],"containers":[{"name":"c","image":"nginx","resources":{"limits":{"cpu":"1","memory":"1Gi"}}}],"restartPolicy":"Always"}}"#
+            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p"},"spec":{"volumes":[],"containers":[{"name":"c","image":"nginx","resources":{"limits":{"cpu":"1","memory":"1Gi"}}}],"restartPolicy":"Always"},"status":{}}"#
         );
     }
 

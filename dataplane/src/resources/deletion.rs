@@ -63,6 +63,18 @@ impl ResourceType {
         strategy(&self.api_version(), &self.kind)
     }
 
+    /// Upstream's collection policy of this type when kemu's collector does
+    /// not watch it (it then has no dependents to wait for, and a delete
+    /// finishes at once); `None` for the kinds it collects.
+    pub fn uncollected_policy(&self) -> Option<DeleteStrategy> {
+        let mut s = self.delete_strategy();
+        if s.gc.is_some() || self.custom.is_some() {
+            return None;
+        }
+        s.gc = Some(gc_policy(&self.api_version(), &self.kind));
+        Some(s)
+    }
+
     /// Whether a finished DELETE answers with the object (else a `Success`
     /// Status naming it).
     pub fn returns_deleted_object(&self) -> bool {

@@ -476,6 +476,27 @@ pub fn plan(
     Ok(Plan::Write(next))
 }
 
+/// What a DELETE of `current` with `opts` leaves while the garbage
+/// collector works under `strategy`'s policy: the object with the
+/// collector's finalizer and its deletion stamped; `None` when the policy
+/// adds no finalizer (a plain delete). For kinds whose collection kemu
+/// finishes at once, this is the answer upstream gives.
+pub fn pending_for_collector(
+    strategy: &DeleteStrategy,
+    current: &Value,
+    opts: &DeleteOptions,
+    now: DateTime<Utc>,
+) -> Option<Value> {
+    let list = gc_finalizers(strategy, current, opts)?;
+    if list.is_empty() {
+        return None;
+    }
+    let mut next = current.clone();
+    set_finalizers(&mut next, list);
+    mark_as_deleting(&mut next, now);
+    Some(next)
+}
+
 /// `ShouldDeleteDuringUpdate`: an update that leaves no finalizers on an
 /// object being deleted without a pending grace period removes it (a
 /// Namespace also needs its `spec.finalizers` empty).

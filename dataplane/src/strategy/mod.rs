@@ -6,10 +6,12 @@
 //!
 //! # Layout
 //!
+//! - [`defaults`]: the defaults of kinds with no other behaviour here.
 //! - [`pods`]: Pod and pod template defaults.
 //! - [`service`]: Service defaults, ClusterIP and NodePort allocation.
 //! - [`workloads`]: the apps/v1 and batch/v1 workloads' defaults.
 
+pub mod defaults;
 pub mod pods;
 pub mod service;
 pub mod workloads;
@@ -108,6 +110,47 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
     ("apps", "ReplicaSet", &Defaults(workloads::default_object)),
     ("batch", "Job", &Defaults(workloads::default_object)),
     ("batch", "CronJob", &Defaults(workloads::default_object)),
+    (
+        "",
+        "ReplicationController",
+        &Defaults(defaults::default_object),
+    ),
+    ("", "PersistentVolume", &Defaults(defaults::default_object)),
+    (
+        "",
+        "PersistentVolumeClaim",
+        &Defaults(defaults::default_object),
+    ),
+    (
+        "networking.k8s.io",
+        "NetworkPolicy",
+        &Defaults(defaults::default_object),
+    ),
+    (
+        "scheduling.k8s.io",
+        "PriorityClass",
+        &Defaults(defaults::default_object),
+    ),
+    (
+        "storage.k8s.io",
+        "StorageClass",
+        &Defaults(defaults::default_object),
+    ),
+    (
+        "storage.k8s.io",
+        "CSIDriver",
+        &Defaults(defaults::default_object),
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingWebhookConfiguration",
+        &Defaults(defaults::default_object),
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "MutatingWebhookConfiguration",
+        &Defaults(defaults::default_object),
+    ),
 ];
 
 fn strategy(rt: &ResourceType) -> Option<&'static dyn Strategy> {

@@ -1,0 +1,154 @@
+//! Upstream's `SetDefaults_*` for the kinds without a strategy of their own,
+//! as the differential suite's goldens show kube-apiserver 1.34 fills them:
+//! ReplicationController, PersistentVolume and PersistentVolumeClaim,
+//! NetworkPolicy, PriorityClass, StorageClass, CSIDriver and the webhook
+//! configurations.
+
+use serde_json::{Value, json};
+
+use super::{pods, set_default};
+
+/// `list` of `v` as mutable objects (none when it is not a list).
+fn each<'a>(v: &'a mut Value, field: &str) -> impl Iterator<Item = &'a mut Value> {
+    v.get_mut(field)
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .filter(|i| i.is_object())
+}
+
+/// Fills an object of `kind` as upstream's defaulting does.
+pub fn default_object(kind: &str, object: &mut Value) {
+    if !object.is_object() {
+        return;
+    }
+    match kind {
+        "ReplicationController" => replication_controller(object),
+        "PersistentVolume" => {
+            let Some(spec) = object.get_mut("spec").filter(|s| s.is_object()) else {
+                return;
+            };
+            set_default(spec, "persistentVolumeReclaimPolicy", json!("Retain"));
+            set_default(spec, "volumeMode", json!("Filesystem"));
+            if spec["hostPath"].is_object() {
+                set_default(&mut spec["hostPath"], "type", json!(""));
+            }
+        }
+        "PersistentVolumeClaim" => {
+            if let Some(spec) = object.get_mut("spec").filter(|s| s.is_object()) {
+                set_default(spec, "volumeMode", json!("Filesystem"));
+            }
+        }
+        "NetworkPolicy" => network_policy(object),
+        "PriorityClass" => {
+            set_default(object, "preemptionPolicy", json!("PreemptLowerPriority"));
+        }
+        "StorageClass" => {
+            set_default(object, "reclaimPolicy", json!("Delete"));
+            set_default(object, "volumeBindingMode", json!("Immediate"));
+        }
+        "CSIDriver" => {
+            let Some(spec) = object.get_mut("spec").filter(|s| s.is_object()) else {
+                return;
+            };
+            set_default(spec, "attachRequired", json!(true));
+            set_default(spec, "podInfoOnMount", json!(false));
+            set_default(spec, "volumeLifecycleModes", json!(["Persistent"]));
+            set_default(spec, "storageCapacity", json!(false));
+            set_default(spec, "fsGroupPolicy", json!("ReadWriteOnceWithFSType"));
+            set_default(spec, "requiresRepublish", json!(false));
+            set_default(spec, "seLinuxMount", json!(false));
+        }
+        "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration" => {
+            let mutating = kind == "MutatingWebhookConfiguration";
+            for hook in each(object, "webhooks") {
+                for rule in each(hook, "rules") {
+                    set_default(rule, "scope", json!("*"));
+                }
+                set_default(hook, "failurePolicy", json!("Fail"));
+                set_default(hook, "matchPolicy", json!("Equivalent"));
+                set_default(hook, "namespaceSelector", json!({}));
+                set_default(hook, "objectSelector", json!({}));
+                set_default(hook, "timeoutSeconds", json!(10));
+                if mutating {
+                    set_default(hook, "reinvocationPolicy", json!("Never"));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `SetDefaults_ReplicationController`: the selector and labels from the
+/// template's labels, one replica, and the pod template's defaults.
+fn replication_controller(object: &mut Value) {
+    let template_labels = object
+        .pointer("/spec/template/metadata/labels")
+        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+        .cloned();
+    let Some(spec) = object.get_mut("spec").filter(|s| s.is_object()) else {
+        return;
+    };
+    if let Some(labels) = &template_labels {
+        let empty = spec["selector"].as_object().is_none_or(|m| m.is_empty());
+        if empty {
+            spec["selector"] = labels.clone();
+        }
+    }
+    set_default(spec, "replicas", json!(1));
+    if let Some(pod_spec) = spec.pointer_mut("/template/spec") {
+        pods::default_pod_spec(pod_spec);
+    }
+    if let Some(labels) = template_labels {
+        let meta = &mut object["metadata"];
+        if meta.is_object() && meta["labels"].as_object().is_none_or(|m| m.is_empty()) {
+            meta["labels"] = labels;
+        }
+    }
+}
+
+/// `SetDefaults_NetworkPolicy*`: ports' protocol TCP, and `policyTypes`
+/// from the rules given.
+fn network_policy(object: &mut Value) {
+    let Some(spec) = object.get_mut("spec").filter(|s| s.is_object()) else {
+        return;
+    };
+    for direction in ["ingress", "egress"] {
+        for rule in each(spec, direction) {
+            for port in each(rule, "ports") {
+                set_default(port, "protocol", json!("TCP"));
+            }
+        }
+    }
+    if spec["policyTypes"].as_array().is_none_or(|t| t.is_empty()) {
+        let mut types = vec![json!("Ingress")];
+        if spec["egress"].as_array().is_some_and(|e| !e.is_empty()) {
+            types.push(json!("Egress"));
+        }
+        spec["policyTypes"] = json!(types);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replication_controllers_take_their_templates_labels() {
+        let mut rc = json!({"metadata": {"name": "r"}, "spec": {"template": {
+            "metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+        default_object("ReplicationController", &mut rc);
+        assert_eq!(rc["spec"]["selector"], json!({"app": "a"}));
+        assert_eq!(rc["metadata"]["labels"], json!({"app": "a"}));
+        assert_eq!(rc["spec"]["replicas"], 1);
+        assert_eq!(rc["spec"]["template"]["spec"]["restartPolicy"], "Always");
+    }
+
+    #[test]
+    fn network_policies_get_protocols_and_types() {
+        let mut np = json!({"spec": {"ingress": [{"ports": [{"port": 80}]}], "egress": [{}]}});
+        default_object("NetworkPolicy", &mut np);
+        assert_eq!(np["spec"]["ingress"][0]["ports"][0]["protocol"], "TCP");
+        assert_eq!(np["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
+    }
+}
