@@ -13,7 +13,17 @@ Run against a live kube-apiserver of the served minor (scripts/upstream start):
 
 Writes fixtures/k8s/always-written.json: definition -> [[field, value]], the
 value the field takes when absent (null for a required list or map).
+
+A few fields the documents cannot show are added from the Go types: a
+non-pointer metav1.Time or MicroTime struct with `omitempty` is still written
+(as null), and strings without `omitempty` that the schema marks optional.
 """
+
+# From the Go types (k8s.io/api/core/v1 Event): written even when zero.
+FROM_GO_TYPES = {
+    "io.k8s.api.core.v1.Event": [["eventTime", None], ["reportingComponent", ""],
+                                 ["reportingInstance", ""]],
+}
 
 import json
 import os
@@ -48,6 +58,9 @@ def main():
             elif field in required and (prop.get("type") == "array"
                                         or "additionalProperties" in prop):
                 fields.append([field, None])
+        for field, value in FROM_GO_TYPES.get(name, []):
+            if all(f != field for f, _ in fields):
+                fields.append([field, value])
         if fields:
             out[name] = fields
     path = os.path.join("fixtures", "k8s", "always-written.json")

@@ -41,7 +41,6 @@ use normalize::Normalizer;
 use replay::{Answer, Target};
 
 #[path = "../common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 /// Upstream's answers to one case file, as recorded.

@@ -48,8 +48,14 @@ const OPAQUE: [&str; 3] = [
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
 ];
 
+/// A field's JSON name and, for a message, its type.
+type ExtraField = (&'static str, Option<&'static str>);
+
+/// A field as read from the layouts: JSON name, message type, whether a map.
+type LayoutField = (String, Option<String>, bool);
+
 /// Types the layouts lack (no protobuf form), in their structs' order.
-const EXTRA: [(&str, &[(&str, Option<&str>)]); 4] = [
+const EXTRA: [(&str, &[ExtraField]); 4] = [
     (
         "io.k8s.apimachinery.pkg.apis.meta.v1.Table",
         &[
@@ -109,7 +115,7 @@ fn layouts() -> &'static Layouts {
             .expect("fixtures/k8s/protobuf.json.gz is gzip");
         let raw: HashMap<String, Vec<Value>> =
             serde_json::from_str(&text).expect("fixtures/k8s/protobuf.json.gz is JSON");
-        let mut fields: Vec<(String, Vec<(String, Option<String>, bool)>)> = raw
+        let mut fields: Vec<(String, Vec<LayoutField>)> = raw
             .into_iter()
             .filter(|(name, _)| !OPAQUE.contains(&name.as_str()))
             .map(|(name, list)| {
@@ -133,6 +139,12 @@ fn layouts() -> &'static Layouts {
                 .map(|(f, t)| (f.to_string(), t.map(str::to_string), false))
                 .collect();
             fields.push((name.to_string(), list));
+        }
+        // An embedded struct (`json:",inline"`, a layout field without a
+        // JSON name) contributes its own fields in its place.
+        let raw_lists: HashMap<String, Vec<LayoutField>> = fields.iter().cloned().collect();
+        for (_, list) in fields.iter_mut() {
+            *list = inline(list, &raw_lists, 0);
         }
         let by_name: HashMap<String, usize> = fields
             .iter()
@@ -205,6 +217,26 @@ fn layouts() -> &'static Layouts {
             by_gvk,
         }
     })
+}
+
+/// `list` with each embedded struct replaced by its fields.
+fn inline(
+    list: &[LayoutField],
+    all: &HashMap<String, Vec<LayoutField>>,
+    depth: usize,
+) -> Vec<LayoutField> {
+    let mut out = Vec::with_capacity(list.len());
+    for field in list {
+        match (&field.0[..], &field.1) {
+            ("", Some(t)) if depth < 8 => {
+                if let Some(inner) = all.get(t) {
+                    out.extend(inline(inner, all, depth + 1));
+                }
+            }
+            _ => out.push(field.clone()),
+        }
+    }
+    out
 }
 
 /// The message of an object by its own `apiVersion` and `kind`; `None` for
