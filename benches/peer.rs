@@ -182,7 +182,7 @@ async fn create_configmap(t: &Target, url: &str, body: Value) {
         .json(&body)
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{url}: {e}"));
+        .unwrap_or_else(|e| panic!("{url}: {e:?}"));
     let status = resp.status();
     if status != 201 {
         let text = resp.text().await.unwrap_or_default();
@@ -196,9 +196,11 @@ async fn get_ok(t: &Target, url: &str) {
         .get(url)
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{url}: {e}"));
+        .unwrap_or_else(|e| panic!("{url}: {e:?}"));
     assert_eq!(resp.status(), 200, "{url}");
-    resp.bytes().await.unwrap_or_else(|e| panic!("{url}: {e}"));
+    resp.bytes()
+        .await
+        .unwrap_or_else(|e| panic!("{url}: {e:?}"));
 }
 
 /// Every measurement, the same requests in the same order, on one target.

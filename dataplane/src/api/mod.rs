@@ -17,6 +17,7 @@ pub mod netpol;
 pub mod oidc;
 pub mod openapi;
 pub mod options;
+pub mod partial;
 pub mod patch;
 pub mod pod_views;
 pub mod protobuf;

@@ -9,6 +9,7 @@ use actix_web::{HttpRequest, web};
 use futures_util::StreamExt;
 use serde_json::Value;
 
+use crate::api::partial;
 use crate::api::protobuf;
 use crate::api::table::{self, IncludeObject};
 use crate::error::ApiError;
@@ -125,6 +126,8 @@ pub enum Output {
     Json,
     /// A `meta.k8s.io/v1` Table.
     Table(IncludeObject),
+    /// Metadata only (`PartialObjectMetadata`).
+    Metadata(partial::Metadata),
 }
 
 /// Chooses the response format from Accept; 406 when nothing we write is accepted.
@@ -137,6 +140,10 @@ pub fn negotiate(req: &HttpRequest, params: &Params) -> Result<Output, ApiError>
     }
     let ok = accept.trim().is_empty()
         || accept.split(',').any(|part| {
+            // A view (`as=…`) not served is no plain JSON.
+            if part.contains("as=") {
+                return false;
+            }
             let media = part.split(';').next().unwrap_or_default().trim();
             matches!(
                 media,
@@ -147,6 +154,9 @@ pub fn negotiate(req: &HttpRequest, params: &Params) -> Result<Output, ApiError>
                     | protobuf::CONTENT_TYPE
             ) || media.ends_with("+json")
         });
+    if let Some(m) = partial::wanted(accept) {
+        return Ok(Output::Metadata(m));
+    }
     if ok {
         Ok(Output::Json)
     } else {

@@ -218,6 +218,7 @@ pub async fn dispatch(
     let ct = request::header(&req, "content-type");
     tracing::debug!(?op, resource = %h.scope.resource(), name = ?h.scope.name, "request");
     let deprecation = h.rt().deprecation_warning();
+    let view = matches!(h.output, Output::Table(_) | Output::Metadata(_));
     let answer = match op {
         Operation::Get => h.get(),
         Operation::List => h.list(),
@@ -232,6 +233,17 @@ pub async fn dispatch(
             h.update_sub(sub, request::decode_object(ct, &body)?).await
         }
         Operation::PatchSubresource(sub, kind) => h.patch_sub(sub, kind, &body).await,
+    };
+    // A view's errors are written indented, as upstream writes them.
+    let answer = match answer {
+        Err(e) if view => {
+            let mut body = wire::indent(&wire::to_vec(&e.status()));
+            body.push(b'\n');
+            Ok(HttpResponse::build(e.status_code())
+                .content_type("application/json")
+                .body(body))
+        }
+        other => other,
     };
     let Some(warning) = deprecation else {
         return answer;
@@ -345,6 +357,10 @@ impl Handler<'_> {
         let object = &*custom_strategy::present(self.rt(), object);
         let body = match self.output {
             Output::Json => object.clone(),
+            Output::Metadata(m) => {
+                m.check(self.rt(), false)?;
+                m.of(object)
+            }
             Output::Table(include) => table::render(
                 self.rt(),
                 std::slice::from_ref(object),
@@ -506,6 +522,22 @@ impl Handler<'_> {
         }
         let rt = self.rt();
         match self.output {
+            Output::Metadata(m) => {
+                m.check(rt, true)?;
+                let items: Vec<Value> = items
+                    .iter()
+                    .map(|o| m.of(&custom_strategy::present(rt, o)))
+                    .collect();
+                // Go's nil slice: an empty list's items are null.
+                let items = if items.is_empty() {
+                    Value::Null
+                } else {
+                    json!(items)
+                };
+                let list = json!({ "kind": "PartialObjectMetadataList",
+                    "apiVersion": m.api_version(), "metadata": meta, "items": items });
+                Ok(wire::respond(HttpResponse::Ok(), &list))
+            }
             Output::Table(include) => {
                 let objects: Vec<Value> = items
                     .iter()
@@ -565,9 +597,10 @@ impl Handler<'_> {
                     false,
                 ),
             };
-        let table = match self.output {
-            Output::Table(include) => Some(include),
-            Output::Json => None,
+        let (table, metadata) = match self.output {
+            Output::Table(include) => (Some(include), None),
+            Output::Metadata(m) => (None, Some(m)),
+            Output::Json => (None, None),
         };
         let req = WatchRequest {
             rt: self.scope.rt.clone(),
@@ -582,6 +615,7 @@ impl Handler<'_> {
                 .number("timeoutSeconds")?
                 .map(std::time::Duration::from_secs),
             table,
+            metadata,
         };
         Ok(watch::serve(
             self.store.clone(),

@@ -100,6 +100,8 @@ pub struct WatchRequest {
     pub timeout: Option<Duration>,
     /// Render objects as Tables.
     pub table: Option<IncludeObject>,
+    /// Render objects as their metadata only.
+    pub metadata: Option<crate::api::partial::Metadata>,
 }
 
 /// Starts the watch and answers with its streaming body.
@@ -127,6 +129,9 @@ struct Watcher {
 
 impl Watcher {
     fn render(&self, object: &Value) -> Value {
+        if let Some(m) = self.req.metadata {
+            return m.of(object);
+        }
         match self.req.table {
             Some(include) => table::render(
                 &self.req.rt,
@@ -187,7 +192,7 @@ impl Watcher {
             (true, false) => "DELETED",
             (false, false) => return true,
         };
-        if self.req.table.is_some() {
+        if self.req.table.is_some() || self.req.metadata.is_some() {
             let object = self.render(&event.object());
             return self.send(kind, object).await;
         }
@@ -327,6 +332,7 @@ mod tests {
             bookmarks: false,
             timeout: None,
             table: None,
+            metadata: None,
         }
     }
 

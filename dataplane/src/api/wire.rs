@@ -207,9 +207,17 @@ fn layouts() -> &'static Layouts {
                 by_gvk.insert((rt.api_version(), rt.kind.clone()), m);
             }
         }
-        let table = by_name["io.k8s.apimachinery.pkg.apis.meta.v1.Table"];
-        for v in ["v1", "v1beta1"] {
-            by_gvk.insert((format!("meta.k8s.io/{v}"), "Table".into()), table);
+        // meta.k8s.io views, served in v1 and v1beta1 with one layout.
+        for kind in [
+            "Table",
+            "PartialObjectMetadata",
+            "PartialObjectMetadataList",
+        ] {
+            if let Some(&m) = by_name.get(&format!("io.k8s.apimachinery.pkg.apis.meta.v1.{kind}")) {
+                for v in ["v1", "v1beta1"] {
+                    by_gvk.insert((format!("meta.k8s.io/{v}"), kind.into()), m);
+                }
+            }
         }
         Layouts {
             messages,
@@ -294,6 +302,60 @@ pub fn respond(mut builder: HttpResponseBuilder, value: &Value) -> HttpResponse 
     builder.content_type("application/json").body(body)
 }
 
+/// `json` (compact, as [`to_vec`] writes it) indented as Go's
+/// `json.MarshalIndent` with two spaces: how kube-apiserver writes a Status
+/// for a request whose Accept names a view (Table, metadata only).
+pub fn indent(json: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(json.len() * 2);
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let newline = |out: &mut Vec<u8>, depth: usize| {
+        out.push(b'\n');
+        out.extend(std::iter::repeat_n(b' ', depth * 2));
+    };
+    for (i, &b) in json.iter().enumerate() {
+        if in_string {
+            out.push(b);
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => {
+                in_string = true;
+                out.push(b);
+            }
+            b'{' | b'[' => {
+                out.push(b);
+                let empty = matches!(json.get(i + 1), Some(b'}' | b']'));
+                depth += 1;
+                if !empty {
+                    newline(&mut out, depth);
+                }
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                if !matches!(json.get(i.wrapping_sub(1)), Some(b'{' | b'[')) {
+                    newline(&mut out, depth);
+                }
+                out.push(b);
+            }
+            b',' => {
+                out.push(b);
+                newline(&mut out, depth);
+            }
+            b':' => out.extend_from_slice(b": "),
+            _ => out.push(b),
+        }
+    }
+    out
+}
+
 fn write_typed(out: &mut Vec<u8>, value: &Value, message: Option<usize>, top: bool) {
     match value {
         Value::Object(map) => {
@@ -342,6 +404,9 @@ fn write_members<'a>(
         }
     };
     entries.sort_by_key(|(k, _)| rank(k));
+    let partial_list = entries
+        .iter()
+        .any(|(k, v)| *k == "kind" && v.as_str() == Some("PartialObjectMetadataList"));
     out.push(b'{');
     for (i, (k, v)) in entries.into_iter().enumerate() {
         if i > 0 {
@@ -354,8 +419,9 @@ fn write_members<'a>(
             .get(k.as_str())
             .map_or((None, false), |&i| m.types[i]);
         match (k.as_str(), field_type, v) {
-            // A typed list's items carry no type meta.
-            ("items", Some(item), Value::Array(items)) if top => {
+            // A typed list's items carry no type meta (but metadata-only
+            // items name their own kind).
+            ("items", Some(item), Value::Array(items)) if top && !partial_list => {
                 out.push(b'[');
                 for (j, v) in items.iter().enumerate() {
                     if j > 0 {
@@ -532,6 +598,15 @@ mod tests {
         assert_eq!(
             text(&cr),
             r#"{"apiVersion":"example.com/v1","kind":"Widget","spec":{"a":[1.5,null],"b":1}}"#
+        );
+    }
+
+    #[test]
+    fn indented_as_go_indents() {
+        let v = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 404});
+        assert_eq!(
+            String::from_utf8(indent(&to_vec(&v))).unwrap(),
+            "{\n  \"kind\": \"Status\",\n  \"apiVersion\": \"v1\",\n  \"metadata\": {},\n  \"status\": \"Failure\",\n  \"code\": 404\n}"
         );
     }
 

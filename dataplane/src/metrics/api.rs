@@ -198,8 +198,9 @@ pub async fn dispatch(
         Output::Table(include) => {
             Ok(HttpResponse::Ok().json(table::render(&rt, &items, include, meta, now)))
         }
-        Output::Json if single => Ok(HttpResponse::Ok().json(&items[0])),
-        Output::Json => Ok(HttpResponse::Ok().json(json!({
+        // The metrics API answers whole objects to a metadata-only Accept.
+        Output::Json | Output::Metadata(_) if single => Ok(HttpResponse::Ok().json(&items[0])),
+        Output::Json | Output::Metadata(_) => Ok(HttpResponse::Ok().json(json!({
             "kind": rt.list_kind, "apiVersion": API_VERSION, "metadata": {}, "items": items,
         }))),
     }
