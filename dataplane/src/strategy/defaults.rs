@@ -1,6 +1,6 @@
 //! Upstream's `SetDefaults_*` for the kinds without a strategy of their own,
 //! as the differential suite's goldens show kube-apiserver 1.34 fills them:
-//! ReplicationController, PersistentVolume and PersistentVolumeClaim,
+//! ReplicationController, Namespace, PersistentVolume and PersistentVolumeClaim,
 //! NetworkPolicy, PriorityClass, StorageClass, CSIDriver and the webhook
 //! configurations.
 
@@ -40,6 +40,17 @@ pub fn default_object(kind: &str, object: &mut Value) {
             }
         }
         "NetworkPolicy" => network_policy(object),
+        // SetDefaults_Namespace: the name label, on every write.
+        "Namespace" => {
+            let Some(name) = object["metadata"]["name"].as_str().map(str::to_owned) else {
+                return;
+            };
+            let meta = &mut object["metadata"];
+            if !meta["labels"].is_object() {
+                meta["labels"] = json!({});
+            }
+            meta["labels"]["kubernetes.io/metadata.name"] = json!(name);
+        }
         "PriorityClass" => {
             set_default(object, "preemptionPolicy", json!("PreemptLowerPriority"));
         }

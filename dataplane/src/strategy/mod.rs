@@ -115,6 +115,7 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
         "ReplicationController",
         &Defaults(defaults::default_object),
     ),
+    ("", "Namespace", &Defaults(defaults::default_object)),
     ("", "PersistentVolume", &Defaults(defaults::default_object)),
     (
         "",
