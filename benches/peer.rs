@@ -97,6 +97,9 @@ where
 #[derive(Clone)]
 struct Target {
     base: String,
+    ca_pem: Vec<u8>,
+    identity_pem: Vec<u8>,
+    /// Every request but the watches; requests time out after 60 s.
     client: reqwest::Client,
 }
 
@@ -104,16 +107,17 @@ impl Target {
     /// A target at `base` trusting `ca_pem`, authenticating with the PEM
     /// certificate and key in `identity_pem` (as tests/differential/replay.rs).
     fn new(base: &str, ca_pem: &[u8], identity_pem: &[u8]) -> Result<Self, String> {
-        let client = reqwest::Client::builder()
-            .tls_certs_only([reqwest::Certificate::from_pem(ca_pem).map_err(|e| e.to_string())?])
-            .identity(reqwest::Identity::from_pem(identity_pem).map_err(|e| e.to_string())?)
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| e.to_string())?;
         Ok(Self {
             base: base.trim_end_matches('/').to_string(),
-            client,
+            client: client(ca_pem, identity_pem, Some(Duration::from_secs(60)))?,
+            ca_pem: ca_pem.to_vec(),
+            identity_pem: identity_pem.to_vec(),
         })
+    }
+
+    /// Another client with the same credential: its own connection.
+    fn another_client(&self) -> reqwest::Client {
+        client(&self.ca_pem, &self.identity_pem, None).expect("client")
     }
 
     /// The server of a kubeconfig's first cluster, with its embedded CA and
@@ -126,6 +130,23 @@ impl Target {
     fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
+}
+
+/// A client trusting `ca_pem`, presenting the certificate and key in
+/// `identity_pem`; HTTP/2 when the server offers it (ALPN).
+fn client(
+    ca_pem: &[u8],
+    identity_pem: &[u8],
+    timeout: Option<Duration>,
+) -> Result<reqwest::Client, String> {
+    let mut builder = reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(ca_pem).map_err(|e| e.to_string())?])
+        .identity(reqwest::Identity::from_pem(identity_pem).map_err(|e| e.to_string())?)
+        .connect_timeout(Duration::from_secs(10));
+    if let Some(timeout) = timeout {
+        builder = builder.timeout(timeout);
+    }
+    builder.build().map_err(|e| e.to_string())
 }
 
 /// A kubeconfig's server URL, CA PEM and client certificate + key PEM.
@@ -291,7 +312,11 @@ async fn workload(t: &Target) -> Figures {
     }
     lists.sort();
 
-    // Watch latency: 100 watchers on one namespace, 50 creates.
+    // Watch latency: 100 watchers on one namespace, 50 creates. Each watcher
+    // is its own client (connection), as 100 informers would be: on one
+    // HTTP/2 connection kube-apiserver allows 100 streams
+    // (--http2-max-streams-per-connection), so 100 watches there would leave
+    // the creates waiting for a stream.
     let wurl = t.url("/api/v1/namespaces/peer-watch/configmaps");
     let list: Value = t
         .client
@@ -310,7 +335,7 @@ async fn workload(t: &Target) -> Figures {
     let mut watchers = Vec::new();
     for _ in 0..WATCHERS {
         let resp = t
-            .client
+            .another_client()
             .get(format!("{wurl}?watch=true&resourceVersion={rv}"))
             .send()
             .await
@@ -773,7 +798,7 @@ fn per_s(r: f64) -> String {
     let s = r.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
