@@ -557,9 +557,13 @@ impl Handler<'_> {
                 let head = json!({ "kind": rt.list_kind, "apiVersion": rt.api_version(),
                     "metadata": meta, "items": [] });
                 let head = wire::to_vec(&head);
-                let head = head.strip_suffix(b"[]}").unwrap_or(&head);
-                body.extend_from_slice(head);
-                body.push(b'[');
+                // Typed lists end with their items, custom resources' sort
+                // them before `kind`: split where the empty items are.
+                const EMPTY: &[u8] = b"\"items\":[]";
+                let at =
+                    memchr::memmem::find(&head, EMPTY).map_or(head.len(), |i| i + EMPTY.len() - 1);
+                let (before, after) = head.split_at(at);
+                body.extend_from_slice(before);
                 for (i, o) in items.iter().enumerate() {
                     if i > 0 {
                         body.push(b',');
@@ -571,7 +575,8 @@ impl Handler<'_> {
                         wire::write_list_item(&mut body, &item);
                     }
                 }
-                body.extend_from_slice(b"]}\n");
+                body.extend_from_slice(after);
+                body.push(b'\n');
                 Ok(HttpResponse::Ok()
                     .content_type("application/json")
                     .body(body))
