@@ -160,3 +160,198 @@ fn jobs_complete() {
     ]));
     assert_eq!(succeeded, "1");
 }
+
+/// Waits (bounded) until the store's Pod `name` in `default` satisfies
+/// `done`: a change no kubectl condition can wait for (a field removed).
+fn wait_for_pod(
+    c: &common::KubectlCluster,
+    name: &str,
+    what: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) {
+    let dataplane = c.kemu.dataplane().expect("data plane");
+    let key = kemu_dataplane::store::ObjectKey::new("pods", "default", name);
+    for _ in 0..2000 {
+        let store = dataplane.engine().store(&c.record.id);
+        if store.and_then(|s| s.get(&key)).is_some_and(|p| done(&p)) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("pod {name} never came {what}");
+}
+
+/// The names of the Pods `selector` picks, sorted.
+fn pod_names(c: &common::KubectlCluster, selector: &str) -> Vec<String> {
+    let mut names: Vec<String> = c
+        .items(&["get", "pods", "-l", selector])
+        .iter()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .map(|p| p["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn replication_controllers_keep_their_pods_adopt_orphans_and_release_relabeled_ones() {
+    let c = KubectlCluster::new(eks_spec_with_pool("work", 2, "m5.large"));
+    // An orphan the RC's selector matches, made before the RC.
+    c.ok(&[
+        "run",
+        "orphan",
+        "--image=httpd",
+        "--labels=app=rc-web",
+        "--restart=Always",
+    ]);
+    let rc = c.file(
+        "rc.yaml",
+        "apiVersion: v1\nkind: ReplicationController\nmetadata:\n  name: web\nspec:\n  replicas: 3\n  selector:\n    app: rc-web\n  template:\n    metadata:\n      labels:\n        app: rc-web\n    spec:\n      containers:\n      - name: httpd\n        image: httpd\n",
+    );
+    c.ok(&["apply", "-f", &rc]);
+    c.ok(&[
+        "wait",
+        "--for=jsonpath={.status.readyReplicas}=3",
+        "rc/web",
+        "--timeout=60s",
+    ]);
+    // The orphan counts as one of the three: two Pods made, one adopted.
+    let pods = pod_names(&c, "app=rc-web");
+    assert_eq!(pods.len(), 3, "{pods:?}");
+    assert!(pods.contains(&"orphan".to_owned()), "{pods:?}");
+    let owner = c.ok(&[
+        "get",
+        "pod",
+        "orphan",
+        "-o",
+        "jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}/{.metadata.ownerReferences[0].controller}",
+    ]);
+    assert_eq!(owner, "ReplicationController/web/true");
+    let status = c.ok(&[
+        "get",
+        "rc",
+        "web",
+        "-o",
+        "jsonpath={.status.replicas} {.status.fullyLabeledReplicas} {.status.availableReplicas} {.status.observedGeneration}",
+    ]);
+    assert_eq!(status, "3 3 3 1");
+
+    // A Pod relabeled out of the selector is released, and replaced.
+    c.ok(&["label", "pod", "orphan", "app=elsewhere", "--overwrite"]);
+    wait_for_pod(&c, "orphan", "to be released", |p| {
+        p["metadata"]["ownerReferences"]
+            .as_array()
+            .is_none_or(|refs| refs.is_empty())
+    });
+    c.ok(&[
+        "wait",
+        "--for=jsonpath={.status.readyReplicas}=3",
+        "rc/web",
+        "--timeout=60s",
+    ]);
+    let pods = pod_names(&c, "app=rc-web");
+    assert_eq!(pods.len(), 3, "{pods:?}");
+    assert!(!pods.contains(&"orphan".to_owned()), "{pods:?}");
+
+    // The scale subresource reports the map selector as a string.
+    let scale: serde_json::Value = serde_json::from_str(&c.ok(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/replicationcontrollers/web/scale",
+    ]))
+    .unwrap();
+    assert_eq!(scale["status"]["selector"], "app=rc-web", "{scale}");
+    c.ok(&["scale", "rc/web", "--replicas=1"]);
+    c.ok(&[
+        "wait",
+        "--for=jsonpath={.status.replicas}=1",
+        "rc/web",
+        "--timeout=60s",
+    ]);
+}
+
+#[test]
+fn daemonsets_and_statefulsets_keep_controller_revisions() {
+    let c = KubectlCluster::new(eks_spec_with_pool("work", 2, "m5.large"));
+    let ds = c.file(
+        "ds.yaml",
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: agent\nspec:\n  selector:\n    matchLabels:\n      app: agent\n  template:\n    metadata:\n      labels:\n        app: agent\n    spec:\n      containers:\n      - name: agent\n        image: agent:1\n",
+    );
+    c.ok(&["apply", "-f", &ds]);
+    c.ok(&["rollout", "status", "ds/agent", "--timeout=60s"]);
+    let revisions = c.items(&["get", "controllerrevisions", "-l", "app=agent"]);
+    assert_eq!(revisions.len(), 1, "{revisions:?}");
+    let first = &revisions[0];
+    assert_eq!(first["revision"], 1);
+    assert_eq!(first["metadata"]["ownerReferences"][0]["kind"], "DaemonSet");
+    assert_eq!(first["data"]["spec"]["template"]["$patch"], "replace");
+    let hash = first["metadata"]["labels"]["controller-revision-hash"]
+        .as_str()
+        .unwrap();
+    assert_eq!(first["metadata"]["name"], format!("agent-{hash}"));
+
+    // A new image is revision 2; undo makes the first template revision 3.
+    c.ok(&["set", "image", "ds/agent", "agent=agent:2"]);
+    c.ok(&["rollout", "status", "ds/agent", "--timeout=60s"]);
+    let history = c.ok(&["rollout", "history", "ds/agent"]);
+    assert!(history.contains('1') && history.contains('2'), "{history}");
+    c.ok(&["rollout", "undo", "ds/agent"]);
+    c.ok(&["rollout", "status", "ds/agent", "--timeout=60s"]);
+    let image = c.ok(&[
+        "get",
+        "ds",
+        "agent",
+        "-o",
+        "jsonpath={.spec.template.spec.containers[0].image}",
+    ]);
+    assert_eq!(image, "agent:1");
+    let mut numbers: Vec<i64> = c
+        .items(&["get", "controllerrevisions", "-l", "app=agent"])
+        .iter()
+        .map(|r| r["revision"].as_i64().unwrap())
+        .collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, [2, 3]);
+
+    // A StatefulSet Pod below the partition comes back at the current
+    // revision's template, not the update's.
+    let sts = c.file(
+        "sts.yaml",
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\nspec:\n  replicas: 3\n  serviceName: db\n  selector:\n    matchLabels:\n      app: db\n  updateStrategy:\n    rollingUpdate:\n      partition: 2\n  template:\n    metadata:\n      labels:\n        app: db\n    spec:\n      containers:\n      - name: db\n        image: db:1\n",
+    );
+    c.ok(&["apply", "-f", &sts]);
+    c.ok(&["rollout", "status", "sts/db", "--timeout=60s"]);
+    c.ok(&["set", "image", "sts/db", "db=db:2"]);
+    c.ok(&[
+        "wait",
+        "--for=jsonpath={.status.updatedReplicas}=1",
+        "sts/db",
+        "--timeout=60s",
+    ]);
+    let image_of = |pod: &str| {
+        c.ok(&[
+            "get",
+            "pod",
+            pod,
+            "-o",
+            "jsonpath={.spec.containers[0].image}",
+        ])
+    };
+    assert_eq!(image_of("db-2"), "db:2");
+    let uid = c.ok(&["get", "pod", "db-0", "-o", "jsonpath={.metadata.uid}"]);
+    // Not `--wait`: kubectl's wait lists by name after its GET, and a Pod
+    // deleted and re-created between the two is waited for forever.
+    c.ok(&["delete", "pod", "db-0", "--wait=false"]);
+    wait_for_pod(&c, "db-0", "back as a new Pod", |p| {
+        p["metadata"]["uid"] != uid.as_str() && p["status"]["phase"] == "Running"
+    });
+    assert_eq!(image_of("db-0"), "db:1");
+    let revisions = c.items(&["get", "controllerrevisions", "-l", "app=db"]);
+    assert_eq!(revisions.len(), 2, "{revisions:?}");
+    assert!(
+        revisions
+            .iter()
+            .all(|r| r["metadata"]["labels"]["controller.kubernetes.io/hash"].is_string()),
+        "{revisions:?}"
+    );
+}

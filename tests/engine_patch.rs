@@ -82,7 +82,8 @@ fn kubectl_patch_types_set_image_edit_and_replace() {
         "Update"
     );
 
-    // Strategic: containers merge by name, env by name.
+    // Strategic: containers merge by name, env by name; an item new to the
+    // list comes first, as kube-apiserver orders it.
     c.ok(&[
         "patch", "deploy", "web", "--type", "strategic", "-p",
         r#"{"spec":{"template":{"spec":{"containers":[{"name":"nginx","env":[{"name":"B","value":"2"}]}]}}}}"#,
@@ -91,7 +92,7 @@ fn kubectl_patch_types_set_image_edit_and_replace() {
     let nginx = &d["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(
         nginx["env"],
-        json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}])
+        json!([{"name": "B", "value": "2"}, {"name": "A", "value": "1"}])
     );
     assert_eq!(containers(&d).len(), 2);
     assert!(manager(&d, "kubectl-patch").is_some());

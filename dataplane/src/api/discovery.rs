@@ -173,6 +173,33 @@ fn resource_list(
     Ok(wire::respond(HttpResponse::Ok(), &body))
 }
 
+/// Upstream's `StorageVersionHash` of a stored type: the first 8 bytes of
+/// the SHA-256 of `group/version/kind` of the version it is stored in,
+/// base64. Types with no storage of their own (bindings, reviews,
+/// componentstatuses) have none.
+fn storage_version_hash(t: &crate::resources::ResourceType) -> Option<String> {
+    use base64::Engine as _;
+    if !t.verbs.iter().any(|v| v == "get") || (t.group.is_empty() && t.kind == "ComponentStatus") {
+        return None;
+    }
+    // kube-apiserver 1.34's storage versions where they are not the served one.
+    let (group, version) = match (t.group.as_str(), t.kind.as_str()) {
+        (_, _) if t.custom.is_some() => (
+            t.group.as_str(),
+            t.custom.as_ref().map_or("", |c| c.storage_version.as_str()),
+        ),
+        ("autoscaling", "HorizontalPodAutoscaler") => ("autoscaling", "v2"),
+        ("" | "events.k8s.io", "Event") => ("", "v1"),
+        ("storage.k8s.io", "VolumeAttributesClass") => ("storage.k8s.io", "v1beta1"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => ("apiextensions.k8s.io", "v1beta1"),
+        ("resource.k8s.io", _) => ("resource.k8s.io", "v1beta2"),
+        (g, _) => (g, t.version.as_str()),
+    };
+    let gvk = format!("{group}/{version}/{}", t.kind);
+    let digest = ring::digest::digest(&ring::digest::SHA256, gvk.as_bytes());
+    Some(base64::engine::general_purpose::STANDARD.encode(&digest.as_ref()[..8]))
+}
+
 /// The `APIResourceList` of one group-version, subresources included
 /// (`deployments/scale`), or `None` if it is not served.
 pub fn api_resource_list(reg: &ResourceRegistry, group: &str, version: &str) -> Option<Value> {
@@ -190,6 +217,9 @@ pub fn api_resource_list(reg: &ResourceRegistry, group: &str, version: &str) -> 
         }
         if !t.categories.is_empty() {
             r["categories"] = json!(t.categories);
+        }
+        if let Some(hash) = storage_version_hash(t) {
+            r["storageVersionHash"] = json!(hash);
         }
         resources.push(r);
         for s in &t.subresources {

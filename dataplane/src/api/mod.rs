@@ -54,9 +54,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/apis", web::get().to(discovery::groups))
         .route("/apis/", web::get().to(discovery::groups))
         .route("/api/v1", web::get().to(discovery::core_resources))
+        .route("/api/v1/", web::get().to(discovery::core_resources))
         .route("/apis/{group}", web::get().to(discovery::group))
+        .route("/apis/{group}/", web::get().to(discovery::group))
         .route(
             "/apis/{group}/{version}",
+            web::get().to(discovery::group_resources),
+        )
+        .route(
+            "/apis/{group}/{version}/",
             web::get().to(discovery::group_resources),
         )
         .route(

@@ -410,7 +410,8 @@ fn decode_special_or_message(bytes: &[u8], name: &str, depth: usize) -> Result<V
         }
         "io.k8s.apimachinery.pkg.runtime.RawExtension"
         | "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1"
-        | "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON" => {
+        | "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.Json"
+        | "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1beta1.Json" => {
             // Their only field is the raw JSON bytes (field 1).
             let mut r = Reader { buf: bytes };
             let mut raw: &[u8] = b"";
@@ -424,9 +425,36 @@ fn decode_special_or_message(bytes: &[u8], name: &str, depth: usize) -> Result<V
             }
             serde_json::from_slice(raw).map_err(|_| bad("embedded object is not JSON"))
         }
+        _ if name.starts_with(APIEXTENSIONS) => {
+            let v = decode_message(bytes, name, depth)?;
+            // The schema unions' JSON is one of their fields, as their
+            // MarshalJSON writes it.
+            let non_empty = |key: &str| {
+                v.get(key)
+                    .filter(|a| a.as_array().is_some_and(|a| !a.is_empty()))
+            };
+            Ok(match short {
+                "JsonSchemaPropsOrArray" => non_empty("jSonSchemas")
+                    .or(v.get("schema"))
+                    .cloned()
+                    .unwrap_or(Value::Null),
+                "JsonSchemaPropsOrBool" => v
+                    .get("schema")
+                    .cloned()
+                    .unwrap_or_else(|| json!(v["allows"].as_bool().unwrap_or(false))),
+                "JsonSchemaPropsOrStringArray" => non_empty("property")
+                    .or(v.get("schema"))
+                    .cloned()
+                    .unwrap_or(Value::Null),
+                _ => v,
+            })
+        }
         _ => decode_message(bytes, name, depth),
     }
 }
+
+/// The prefix of apiextensions' messages (v1 and v1beta1).
+const APIEXTENSIONS: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.";
 
 /// A duration as Go's `time.Duration.String` prints it (`1h0m0s`, `90s`, `1.5s`).
 fn go_duration(nanos: i64) -> String {

@@ -138,6 +138,16 @@ pub fn negotiate(req: &HttpRequest, params: &Params) -> Result<Output, ApiError>
             params.get("includeObject"),
         )));
     }
+    if let Some(m) = partial::wanted(accept) {
+        return Ok(Output::Metadata(m));
+    }
+    negotiate_plain(req).map(|()| Output::Json)
+}
+
+/// For endpoints that write their object only as it is (the reviews have
+/// no Table or metadata view): 406 unless Accept allows plain JSON.
+pub fn negotiate_plain(req: &HttpRequest) -> Result<(), ApiError> {
+    let accept = header(req, "accept");
     let ok = accept.trim().is_empty()
         || accept.split(',').any(|part| {
             // A view (`as=…`) not served is no plain JSON.
@@ -154,11 +164,8 @@ pub fn negotiate(req: &HttpRequest, params: &Params) -> Result<Output, ApiError>
                     | protobuf::CONTENT_TYPE
             ) || media.ends_with("+json")
         });
-    if let Some(m) = partial::wanted(accept) {
-        return Ok(Output::Metadata(m));
-    }
     if ok {
-        Ok(Output::Json)
+        Ok(())
     } else {
         Err(ApiError::NotAcceptable(
             "application/json, application/yaml, application/vnd.kubernetes.protobuf".into(),

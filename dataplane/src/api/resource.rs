@@ -61,6 +61,8 @@ enum Sub {
     Status,
     /// `scale`: an `autoscaling/v1` Scale view of `.spec.replicas`.
     Scale,
+    /// A Namespace's `finalize`: PUT only; writes all but `.status`.
+    Finalize,
 }
 
 impl Sub {
@@ -69,6 +71,7 @@ impl Sub {
         match self {
             Sub::Status => "status",
             Sub::Scale => "scale",
+            Sub::Finalize => "finalize",
         }
     }
 }
@@ -113,6 +116,12 @@ fn route(req: &HttpRequest, scope: &Scope, params: &Params) -> Result<Operation,
         None => None,
         Some("status") if has_sub(&scope.rt, "status") => Some(Sub::Status),
         Some("scale") if has_sub(&scope.rt, "scale") => Some(Sub::Scale),
+        Some("finalize") if has_sub(&scope.rt, "finalize") => {
+            if method != "PUT" {
+                return Err(ApiError::MethodNotAllowed);
+            }
+            Some(Sub::Finalize)
+        }
         Some(_) => return Err(ApiError::NotFound),
     };
     let op = match (method, scope.name.is_some(), sub) {
@@ -918,7 +927,7 @@ impl Handler<'_> {
 
     fn view(&self, sub: Sub, object: &Value) -> Value {
         match sub {
-            Sub::Status => custom_strategy::present(self.rt(), object).into_owned(),
+            Sub::Status | Sub::Finalize => custom_strategy::present(self.rt(), object).into_owned(),
             Sub::Scale => crate::resources::scale::view(self.rt(), object),
         }
     }
@@ -929,6 +938,16 @@ impl Handler<'_> {
         match sub {
             Sub::Status => {
                 next["status"] = view.get("status").cloned().unwrap_or(Value::Null);
+                for f in status_writes_metadata(self.rt()) {
+                    match view["metadata"].get(*f) {
+                        Some(v) => next["metadata"][*f] = v.clone(),
+                        None => {
+                            if let Some(m) = next["metadata"].as_object_mut() {
+                                m.remove(*f);
+                            }
+                        }
+                    }
+                }
             }
             Sub::Scale => {
                 let replicas = view["spec"]["replicas"].as_i64().ok_or_else(|| {
@@ -950,6 +969,11 @@ impl Handler<'_> {
                     ));
                 }
                 crate::resources::scale::set_replicas(self.rt(), &mut next, replicas);
+            }
+            Sub::Finalize => {
+                // Upstream's finalize strategy keeps only the old status.
+                next = view.clone();
+                keep_status(current, &mut next);
             }
         }
         if let Some(rv) = view["metadata"]["resourceVersion"].as_str() {
@@ -1008,7 +1032,7 @@ impl Handler<'_> {
                 let mut view = self.view(sub, current);
                 let rv = view["metadata"]["resourceVersion"].take();
                 let schema = match sub {
-                    Sub::Status => schema,
+                    Sub::Status | Sub::Finalize => schema,
                     Sub::Scale => openapi::definitions().get("io.k8s.api.autoscaling.v1.Scale"),
                 };
                 patch::apply(kind, &mut view, &patch, schema)?;
@@ -1026,6 +1050,40 @@ impl Handler<'_> {
             })
             .await?;
         Ok(wire::respond(HttpResponse::Ok(), &self.view(sub, &updated)))
+    }
+}
+
+/// Kinds whose status strategy keeps none of a status write's metadata
+/// (`ResetObjectMetaForStatus`, or the old object's metadata copied), as
+/// kube-apiserver 1.34's registries have it; custom resources are the same.
+const STATUS_RESETS_METADATA: [(&str, &str); 10] = [
+    ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+    ("certificates.k8s.io", "PodCertificateRequest"),
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+    ("internal.apiserver.k8s.io", "StorageVersion"),
+    ("networking.k8s.io", "ServiceCIDR"),
+    ("resource.k8s.io", "ResourceClaim"),
+    ("storage.k8s.io", "VolumeAttachment"),
+    ("storagemigration.k8s.io", "StorageVersionMigration"),
+];
+
+/// The metadata a status write changes: the other registries' status
+/// strategies reset only the spec, so labels, annotations, finalizers and
+/// owner references come from the body (a Deployment's labels and a Pod's
+/// owner references excepted).
+fn status_writes_metadata(rt: &crate::resources::ResourceType) -> &'static [&'static str] {
+    const ALL: &[&str] = &["labels", "annotations", "finalizers", "ownerReferences"];
+    let reset = rt.custom.is_some()
+        || STATUS_RESETS_METADATA
+            .iter()
+            .any(|(g, k)| *g == rt.group && *k == rt.kind);
+    match (rt.group.as_str(), rt.kind.as_str()) {
+        _ if reset => &[],
+        ("apps", "Deployment") => &ALL[1..],
+        ("", "Pod") => &ALL[..3],
+        _ => ALL,
     }
 }
 

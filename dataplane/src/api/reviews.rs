@@ -6,7 +6,7 @@
 use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
 use kemu_shared::UserInfo;
 
-use crate::api::request::{decode_object, header, read_body};
+use crate::api::request::{decode_object, header, negotiate_plain, read_body};
 use crate::api::wire;
 use crate::authz::{Authorizer, Layered, StoreSource, review};
 use crate::cloud_identity::CloudGrants;
@@ -52,6 +52,7 @@ async fn create(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    negotiate_plain(&req)?;
     let body = read_body(payload).await?;
     let body = decode_object(header(&req, "content-type"), &body)?;
     let (Some(engine), Some(cluster)) = (

@@ -52,22 +52,57 @@ pub fn invalid(
 
 /// Checks `name` is valid for `rt`.
 pub fn check_name(rt: &ResourceType, name: &str) -> Result<(), ApiError> {
-    let (ok, rule) = if needs_label(rt) {
-        (is_label(name), LABEL)
+    let problems: Vec<String> = if is_rbac(rt) {
+        path_segment_problems(name)
+    } else if needs_label(rt) {
+        (!is_label(name))
+            .then(|| LABEL.to_owned())
+            .into_iter()
+            .collect()
     } else {
-        (is_subdomain(name), SUBDOMAIN)
+        (!is_subdomain(name))
+            .then(|| SUBDOMAIN.to_owned())
+            .into_iter()
+            .collect()
     };
-    if ok {
-        Ok(())
-    } else {
-        Err(invalid(
-            rt,
-            name,
-            "metadata.name",
-            "FieldValueInvalid",
-            format!("Invalid value: \"{name}\": {rule}"),
-        ))
+    if problems.is_empty() {
+        return Ok(());
     }
+    let causes = problems
+        .into_iter()
+        .map(|rule| Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!("Invalid value: \"{name}\": {rule}"),
+            field: "metadata.name".into(),
+        })
+        .collect();
+    Err(ApiError::Invalid {
+        target: Target {
+            name: name.to_owned(),
+            group: rt.group.clone(),
+            kind: rt.kind.clone(),
+        },
+        kind: rt.kind.clone(),
+        causes,
+    })
+}
+
+/// RBAC objects are named as path segments (`ValidateRBACName`), so
+/// `system:controller:x` is a valid name.
+fn is_rbac(rt: &ResourceType) -> bool {
+    rt.group == "rbac.authorization.k8s.io"
+}
+
+/// Upstream's `path.IsValidPathSegmentName`: its messages, in its order.
+fn path_segment_problems(name: &str) -> Vec<String> {
+    if name == "." || name == ".." {
+        return vec![format!("may not be '{name}'")];
+    }
+    ["/", "%"]
+        .iter()
+        .filter(|c| name.contains(*c))
+        .map(|c| format!("may not contain '{c}'"))
+        .collect()
 }
 
 /// Checks the body is an object whose `apiVersion` and `kind` name `rt`,

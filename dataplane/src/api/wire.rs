@@ -32,7 +32,7 @@ struct Message {
 }
 
 /// Upstream's fields without `omitempty`, by definition.
-const ALWAYS_WRITTEN: &str = include_str!("../../../fixtures/k8s/always-written.json");
+pub(crate) const ALWAYS_WRITTEN: &str = include_str!("../../../fixtures/k8s/always-written.json");
 
 struct Layouts {
     messages: Vec<Message>,
@@ -45,8 +45,19 @@ struct Layouts {
 const OPAQUE: [&str; 3] = [
     "io.k8s.apimachinery.pkg.runtime.RawExtension",
     "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
-    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.Json",
 ];
+
+/// apiextensions' schema unions, written as the schema they hold (when they
+/// hold a boolean or a list of names, that is a scalar or a list anyway).
+const SCHEMA_UNIONS: [&str; 3] = [
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JsonSchemaPropsOrArray",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JsonSchemaPropsOrBool",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JsonSchemaPropsOrStringArray",
+];
+
+/// The message of a schema union's schema.
+const SCHEMA: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JsonSchemaProps";
 
 /// A field's JSON name and, for a message, its type.
 type ExtraField = (&'static str, Option<&'static str>);
@@ -175,7 +186,16 @@ fn layouts() -> &'static Layouts {
                     .collect(),
                 types: list
                     .iter()
-                    .map(|(_, t, map)| (t.as_ref().and_then(|t| by_name.get(t).copied()), *map))
+                    .map(|(_, t, map)| {
+                        let t = t.as_deref().map(|t| {
+                            if SCHEMA_UNIONS.contains(&t) {
+                                SCHEMA
+                            } else {
+                                t
+                            }
+                        });
+                        (t.and_then(|t| by_name.get(t).copied()), *map)
+                    })
                     .collect(),
             })
             .collect();

@@ -147,6 +147,22 @@ pub mod kinds {
     pub const DEPLOYMENT: Kind = k("apps/v1", "Deployment", "deployments", true, true);
     /// apps/v1 ReplicaSet.
     pub const REPLICA_SET: Kind = k("apps/v1", "ReplicaSet", "replicasets", true, true);
+    /// apps/v1 ControllerRevision.
+    pub const CONTROLLER_REVISION: Kind = k(
+        "apps/v1",
+        "ControllerRevision",
+        "controllerrevisions",
+        true,
+        false,
+    );
+    /// core/v1 ReplicationController.
+    pub const REPLICATION_CONTROLLER: Kind = k(
+        "v1",
+        "ReplicationController",
+        "replicationcontrollers",
+        true,
+        true,
+    );
     /// apps/v1 StatefulSet.
     pub const STATEFUL_SET: Kind = k("apps/v1", "StatefulSet", "statefulsets", true, true);
     /// apps/v1 DaemonSet.

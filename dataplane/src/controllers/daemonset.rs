@@ -7,6 +7,7 @@
 //! Status: `desiredNumberScheduled`, `currentNumberScheduled`,
 //! `numberMisscheduled`, `numberReady`, `numberAvailable`,
 //! `numberUnavailable`, `updatedNumberScheduled`, `observedGeneration`.
+//! Each template is recorded as a ControllerRevision ([`History`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use serde_json::{Value, json};
 use super::client::{BoxFuture, ClientError, DeleteOptions, kinds};
 use super::deployment::template_hash;
 use super::events::{EventKind, Recorder};
+use super::history::History;
 use super::obj;
 use super::replicaset::pod_from_template_of;
 use super::runtime::{ObjKey, Reconciler, Registration, Requeue, Runtime};
@@ -58,6 +60,7 @@ fn target_node(p: &Value) -> Option<String> {
 pub struct DaemonSetController {
     rt: Arc<Runtime>,
     recorder: Recorder,
+    history: History,
 }
 
 impl DaemonSetController {
@@ -88,6 +91,7 @@ impl DaemonSetController {
             reconciler: Arc::new(Self {
                 rt: rt.clone(),
                 recorder,
+                history: History::default(),
             }),
         }
     }
@@ -162,12 +166,22 @@ impl DaemonSetController {
             return Ok(Requeue::No);
         };
         if obj::deleting(&ds) {
+            self.history.forget(obj::uid(&ds));
             return Ok(Requeue::No);
         }
         let revision = template_hash(
             &ds["spec"]["template"],
             ds["status"]["collisionCount"].as_i64().filter(|c| *c > 0),
         );
+        self.history
+            .record(
+                &*self.rt.client,
+                kinds::DAEMON_SET,
+                &ds,
+                &revision,
+                REVISION_LABEL,
+            )
+            .await?;
         let nodes = self.rt.informer(kinds::NODE).list();
         let mut by_node: HashMap<String, Vec<Arc<Value>>> = HashMap::new();
         let mut orphans = Vec::new();

@@ -46,6 +46,7 @@ pub mod event_ttl;
 pub mod events;
 pub mod gc;
 pub mod heartbeat;
+pub mod history;
 pub mod hpa;
 pub mod job;
 pub mod kubelet;
@@ -119,12 +120,13 @@ impl Default for ControllerConfig {
 }
 
 /// Every kind the built-in controllers watch and read from their caches.
-pub const WATCHED: [Kind; 21] = [
+pub const WATCHED: [Kind; 22] = [
     kinds::POD,
     kinds::NODE,
     kinds::NAMESPACE,
     kinds::DEPLOYMENT,
     kinds::REPLICA_SET,
+    kinds::REPLICATION_CONTROLLER,
     kinds::STATEFUL_SET,
     kinds::DAEMON_SET,
     kinds::JOB,
@@ -162,7 +164,16 @@ impl Controllers {
         let recorder = events::Recorder::new(client, clock);
         let mut regs = vec![
             deployment::DeploymentController::register(&rt, recorder.clone()),
-            replicaset::ReplicaSetController::register(&rt, recorder.clone()),
+            replicaset::ReplicaSetController::register(
+                &rt,
+                recorder.clone(),
+                replicaset::REPLICA_SETS,
+            ),
+            replicaset::ReplicaSetController::register(
+                &rt,
+                recorder.clone(),
+                replicaset::REPLICATION_CONTROLLERS,
+            ),
             scheduler::Scheduler::register(&rt, recorder.clone()),
             kubelet::Kubelet::register(&rt, recorder.clone(), config.kubelet),
             heartbeat::Heartbeat::register(&rt),

@@ -2,24 +2,71 @@
 //! template, deleting the least valuable first as upstream ranks them, and
 //! reports `replicas`, `fullyLabeledReplicas`, `readyReplicas`,
 //! `availableReplicas` (Ready for `minReadySeconds`) and `observedGeneration`.
+//! It adopts orphan Pods its selector matches and releases the Pods it
+//! controls whose labels no longer match (upstream's `ClaimPods`).
 //!
-//! Per-ReplicaSet Pod counts are kept incrementally from Pod events, so a
-//! reconcile costs O(Pods created or deleted), not O(Pods owned). One sync
-//! creates or deletes at most [`BURST_REPLICAS`] Pods, then writes status and
-//! goes again, as upstream's `burstReplicas` has it.
+//! The same code keeps core/v1 ReplicationControllers, as upstream runs its
+//! ReplicaSet controller for them: a [`Flavor`] says which kind, and an RC's
+//! selector is a plain label map.
+//!
+//! Per-owner Pod counts are kept incrementally from Pod events, so a
+//! reconcile costs O(Pods created or deleted), not O(Pods owned); so are the
+//! orphans and relabeled Pods a sync must look at. One sync creates or
+//! deletes at most [`BURST_REPLICAS`] Pods, then writes status and goes
+//! again, as upstream's `burstReplicas` has it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use super::client::{BoxFuture, ClientError, DeleteOptions, kinds};
+use super::client::{BoxFuture, ClientError, DeleteOptions, Kind, kinds};
 use super::events::{EventKind, Recorder};
 use super::obj;
-use super::runtime::{Change, ObjKey, Queue, Reconciler, Registration, Requeue, Runtime};
+use super::runtime::{Change, Informer, ObjKey, Queue, Reconciler, Registration, Requeue, Runtime};
+use crate::label_selector::LabelSelector;
 
-const COMPONENT: &str = "replicaset-controller";
+/// Which kind a [`ReplicaSetController`] keeps.
+#[derive(Debug, Clone, Copy)]
+pub struct Flavor {
+    kind: Kind,
+    /// The Events' source component, as upstream names it.
+    component: &'static str,
+    name: &'static str,
+}
+
+/// apps/v1 ReplicaSets.
+pub const REPLICA_SETS: Flavor = Flavor {
+    kind: kinds::REPLICA_SET,
+    component: "replicaset-controller",
+    name: "replicaset",
+};
+
+/// core/v1 ReplicationControllers.
+pub const REPLICATION_CONTROLLERS: Flavor = Flavor {
+    kind: kinds::REPLICATION_CONTROLLER,
+    component: "replication-controller",
+    name: "replicationcontroller",
+};
+
+impl Flavor {
+    /// The owner's selector; an RC's is a label map, defaulted from its
+    /// template's labels.
+    fn selector(&self, owner: &Value) -> LabelSelector {
+        let s = &owner["spec"]["selector"];
+        if self.kind == kinds::REPLICATION_CONTROLLER {
+            let labels = match s.as_object() {
+                Some(m) if !m.is_empty() => s,
+                _ => &owner["spec"]["template"]["metadata"]["labels"],
+            };
+            LabelSelector::from_label_selector(&json!({ "matchLabels": labels }))
+        } else {
+            LabelSelector::from_label_selector(s)
+        }
+        .unwrap_or_default()
+    }
+}
 
 /// Most Pods created or deleted in one sync, as upstream's `burstReplicas`:
 /// a large ReplicaSet reports its progress between batches.
@@ -36,11 +83,41 @@ struct Tally {
     // pod key → (owner uid, counted as active, counted as ready)
     pods: HashMap<ObjKey, (String, bool, bool)>,
     owners: HashMap<String, Counts>,
+    /// Active Pods with no controller, by namespace: candidates for adoption.
+    orphans: HashMap<String, HashSet<ObjKey>>,
+    /// Controlled Pods whose labels changed, by owner uid: candidates for
+    /// release.
+    relabeled: HashMap<String, HashSet<ObjKey>>,
 }
 
 impl Tally {
-    fn apply(&mut self, change: &Change) {
+    fn apply(&mut self, change: &Change, owner_kind: &str) {
         let key = ObjKey::of(&change.new);
+        let p = &change.new;
+        let gone = change.kind == super::client::EventType::Deleted;
+        if !gone && obj::controller_ref(p).is_none() && !obj::deleting(p) && obj::pod_active(p) {
+            self.orphans
+                .entry(key.namespace.clone())
+                .or_default()
+                .insert(key.clone());
+        } else if let Some(o) = self.orphans.get_mut(&key.namespace) {
+            o.remove(&key);
+            if o.is_empty() {
+                self.orphans.remove(&key.namespace);
+            }
+        }
+        if let Some(old) = &change.old
+            && !gone
+            && obj::labels(old) != obj::labels(p)
+            && let Some(owner) = obj::controller_ref(p)
+                .filter(|r| r["kind"] == owner_kind)
+                .and_then(|r| r["uid"].as_str())
+        {
+            self.relabeled
+                .entry(owner.to_owned())
+                .or_default()
+                .insert(key.clone());
+        }
         if let Some((owner, active, ready)) = self.pods.remove(&key)
             && let Some(c) = self.owners.get_mut(&owner)
         {
@@ -50,11 +127,10 @@ impl Tally {
                 self.owners.remove(&owner);
             }
         }
-        if change.kind == super::client::EventType::Deleted {
+        if gone {
             return;
         }
-        let p = &change.new;
-        let Some(owner) = obj::controller_ref(p).filter(|r| r["kind"] == "ReplicaSet") else {
+        let Some(owner) = obj::controller_ref(p).filter(|r| r["kind"] == owner_kind) else {
             return;
         };
         let Some(owner) = owner["uid"].as_str() else {
@@ -69,53 +145,58 @@ impl Tally {
     }
 }
 
-/// The ReplicaSet controller.
+/// The ReplicaSet (or ReplicationController) controller.
 pub struct ReplicaSetController {
     rt: Arc<Runtime>,
     recorder: Recorder,
     tally: Arc<Mutex<Tally>>,
+    flavor: Flavor,
 }
 
 impl ReplicaSetController {
-    /// Wires the controller to the runtime's informers.
-    pub fn register(rt: &Arc<Runtime>, recorder: Recorder) -> Registration {
-        let queue = rt.queue("replicaset");
+    /// Wires the controller of `flavor`'s kind to the runtime's informers.
+    pub fn register(rt: &Arc<Runtime>, recorder: Recorder, flavor: Flavor) -> Registration {
+        let queue = rt.queue(flavor.name);
         let tally: Arc<Mutex<Tally>> = Arc::default();
         let q = queue.clone();
-        rt.informer(kinds::REPLICA_SET)
+        rt.informer(flavor.kind)
             .on_change(move |c| q.add(ObjKey::of(&c.new)));
         let (q, t, rsi) = (
             queue.clone(),
             tally.clone(),
-            rt.informer(kinds::REPLICA_SET).clone(),
+            rt.informer(flavor.kind).clone(),
         );
         rt.informer(kinds::POD).on_change(move |c| {
             if c.is_resync() {
                 return;
             }
-            t.lock().apply(c);
+            t.lock().apply(c, flavor.kind.kind);
             for p in [Some(&c.new), c.old.as_ref()].into_iter().flatten() {
-                enqueue_owner(&q, &rsi, p);
+                enqueue_owner(&q, &rsi, p, flavor);
             }
         });
         Registration {
-            name: "replicaset",
+            name: flavor.name,
             queue,
             reconciler: Arc::new(Self {
                 rt: rt.clone(),
                 recorder,
                 tally,
+                flavor,
             }),
         }
     }
 
     async fn sync(&self, key: &ObjKey) -> Result<Requeue, ClientError> {
-        let rsi = self.rt.informer(kinds::REPLICA_SET);
+        let rsi = self.rt.informer(self.flavor.kind);
         let pods = self.rt.informer(kinds::POD);
         let Some(rs) = rsi.get(key) else {
             return Ok(Requeue::No);
         };
         let uid = obj::uid(&rs).to_owned();
+        if !obj::deleting(&rs) {
+            self.claim(&rs).await?;
+        }
         let want = rs["spec"]["replicas"].as_i64().unwrap_or(1).max(0);
         let have = self.counts(&uid).active;
         let mut failure = None;
@@ -126,14 +207,19 @@ impl ReplicaSetController {
         };
         if !obj::deleting(&rs) && have < want {
             for i in 0..(want - have).min(BURST_REPLICAS) {
-                let pod = pod_from_template(&rs);
+                let pod = pod_from_template_of(
+                    self.flavor.kind,
+                    &rs,
+                    &rs["spec"]["template"],
+                    &format!("{}-", obj::name(&rs)),
+                );
                 match self.rt.client.create(kinds::POD, pod).await {
                     Ok(created) => {
                         let msg = format!("Created pod: {}", obj::name(&created));
                         pods.observe(created);
                         self.recorder
                             .record(
-                                COMPONENT,
+                                self.flavor.component,
                                 None,
                                 &rs,
                                 EventKind::Normal,
@@ -145,7 +231,7 @@ impl ReplicaSetController {
                     Err(e) => {
                         self.recorder
                             .record(
-                                COMPONENT,
+                                self.flavor.component,
                                 None,
                                 &rs,
                                 EventKind::Warning,
@@ -190,7 +276,7 @@ impl ReplicaSetController {
                 }
                 self.recorder
                     .record(
-                        COMPONENT,
+                        self.flavor.component,
                         None,
                         &rs,
                         EventKind::Normal,
@@ -206,6 +292,65 @@ impl ReplicaSetController {
             None if more => Ok(Requeue::After(std::time::Duration::ZERO)),
             None => Ok(requeue),
         }
+    }
+
+    /// Upstream's `ClaimPods`: adopts the orphans in `rs`'s namespace its
+    /// selector matches, releases the Pods it controls that no longer match.
+    async fn claim(&self, rs: &Value) -> Result<(), ClientError> {
+        let selector = self.flavor.selector(rs);
+        let uid = obj::uid(rs);
+        let pods = self.rt.informer(kinds::POD);
+        let (orphans, relabeled) = {
+            let mut t = self.tally.lock();
+            let orphans: Vec<ObjKey> = t
+                .orphans
+                .get(obj::namespace(rs))
+                .map(|o| o.iter().cloned().collect())
+                .unwrap_or_default();
+            (orphans, t.relabeled.remove(uid).unwrap_or_default())
+        };
+        // An empty selector would select every Pod: upstream refuses such
+        // owners at validation, so kemu adopts nothing for them.
+        if selector.is_empty() {
+            return Ok(());
+        }
+        for key in orphans {
+            let Some(p) = pods.get(&key) else { continue };
+            if obj::controller_ref(&p).is_some() || obj::deleting(&p) || !selector.selects(&p) {
+                continue;
+            }
+            let mut new = (*p).clone();
+            let mut refs = obj::owner_refs(&new).to_vec();
+            refs.push(obj::controller_ref_to(self.flavor.kind, rs));
+            new["metadata"]["ownerReferences"] = json!(refs);
+            self.write_pod(new).await?;
+        }
+        for key in relabeled {
+            let Some(p) = pods.get(&key) else { continue };
+            if obj::controller_uid(&p) != Some(uid) || selector.selects(&p) {
+                continue;
+            }
+            let mut new = (*p).clone();
+            let refs: Vec<Value> = obj::owner_refs(&new)
+                .iter()
+                .filter(|r| r["uid"] != uid)
+                .cloned()
+                .collect();
+            new["metadata"]["ownerReferences"] = json!(refs);
+            self.write_pod(new).await?;
+        }
+        Ok(())
+    }
+
+    /// Writes an adopted or released Pod; one gone or changed meanwhile is
+    /// looked at again on its own event.
+    async fn write_pod(&self, pod: Value) -> Result<(), ClientError> {
+        match self.rt.client.update(kinds::POD, pod).await {
+            Ok(w) => self.rt.informer(kinds::POD).observe(w),
+            Err(ClientError::NotFound(_) | ClientError::Conflict(_)) => {}
+            Err(e) => return Err(e),
+        }
+        Ok(())
     }
 
     fn counts(&self, uid: &str) -> Counts {
@@ -280,22 +425,33 @@ impl ReplicaSetController {
         if rs.get("status") != Some(&status) {
             let mut new = rs.clone();
             new["status"] = status;
-            let written = self
-                .rt
-                .client
-                .update_status(kinds::REPLICA_SET, new)
-                .await?;
-            self.rt.informer(kinds::REPLICA_SET).observe(written);
+            let written = self.rt.client.update_status(self.flavor.kind, new).await?;
+            self.rt.informer(self.flavor.kind).observe(written);
         }
         Ok(requeue)
     }
 }
 
-fn enqueue_owner(q: &Arc<Queue>, rsi: &super::runtime::Informer, pod: &Value) {
-    if let Some(key) = super::runtime::controller_key(pod, "ReplicaSet")
-        && rsi.get(&key).is_some()
-    {
-        q.add(key);
+/// Queues the owner of `pod`, or, for an orphan, every owner in its
+/// namespace whose selector matches it (upstream's `getPodReplicaSets`).
+fn enqueue_owner(q: &Arc<Queue>, rsi: &Informer, pod: &Value, flavor: Flavor) {
+    match obj::controller_ref(pod) {
+        Some(_) => {
+            if let Some(key) = super::runtime::controller_key(pod, flavor.kind.kind)
+                && rsi.get(&key).is_some()
+            {
+                q.add(key);
+            }
+        }
+        None if !obj::deleting(pod) && obj::pod_active(pod) => {
+            for rs in rsi.list_namespace(obj::namespace(pod)) {
+                let selector = flavor.selector(&rs);
+                if !selector.is_empty() && selector.selects(pod) {
+                    q.add(ObjKey::of(&rs));
+                }
+            }
+        }
+        None => {}
     }
 }
 
@@ -328,15 +484,6 @@ pub fn pod_from_template_of(
         "metadata": meta,
         "spec": template["spec"].clone(),
     })
-}
-
-fn pod_from_template(rs: &Value) -> Value {
-    pod_from_template_of(
-        kinds::REPLICA_SET,
-        rs,
-        &rs["spec"]["template"],
-        &format!("{}-", obj::name(rs)),
-    )
 }
 
 /// Upstream's order for scale-down victims: unassigned before assigned, Pending

@@ -8,10 +8,12 @@
 //! `availableReplicas`, `currentReplicas`, `updatedReplicas`,
 //! `currentRevision`, `updateRevision`, `observedGeneration`.
 //!
-//! Not done: ControllerRevision objects (revisions are the label values
-//! `<set>-<hash>` only, so `kubectl rollout history sts` lists nothing and a
-//! Pod below the partition that is re-created gets the new template), PVC
-//! binding (claims are created, not provisioned), `maxUnavailable`.
+//! Each template is recorded as a ControllerRevision `<set>-<hash>`
+//! ([`History`]); a Pod below the partition that is re-created gets the
+//! current revision's template, as upstream's `newVersionedStatefulSetPod`.
+//!
+//! Not done: PVC binding (claims are created, not provisioned),
+//! `maxUnavailable`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,6 +23,7 @@ use serde_json::{Value, json};
 use super::client::{BoxFuture, ClientError, DeleteOptions, kinds};
 use super::deployment::template_hash;
 use super::events::{EventKind, Recorder};
+use super::history::History;
 use super::obj;
 use super::replicaset::pod_from_template_of;
 use super::runtime::{ObjKey, Reconciler, Registration, Requeue, Runtime};
@@ -28,11 +31,14 @@ use super::runtime::{ObjKey, Reconciler, Registration, Requeue, Runtime};
 const COMPONENT: &str = "statefulset-controller";
 /// The revision label on StatefulSet (and DaemonSet) Pods.
 pub const REVISION_LABEL: &str = "controller-revision-hash";
+/// The hash label of a StatefulSet's ControllerRevisions.
+const HASH_LABEL: &str = "controller.kubernetes.io/hash";
 
 /// The StatefulSet controller.
 pub struct StatefulSetController {
     rt: Arc<Runtime>,
     recorder: Recorder,
+    history: History,
 }
 
 fn ordinal(set: &str, pod: &str) -> Option<i64> {
@@ -53,6 +59,7 @@ impl StatefulSetController {
             reconciler: Arc::new(Self {
                 rt: rt.clone(),
                 recorder,
+                history: History::default(),
             }),
         }
     }
@@ -90,7 +97,13 @@ impl StatefulSetController {
         Ok(())
     }
 
-    async fn create_pod(&self, sts: &Value, ord: i64, revision: &str) -> Result<(), ClientError> {
+    async fn create_pod(
+        &self,
+        sts: &Value,
+        ord: i64,
+        template: &Value,
+        revision: &str,
+    ) -> Result<(), ClientError> {
         let set = obj::name(sts);
         let ns = obj::namespace(sts);
         let name = format!("{set}-{ord}");
@@ -127,7 +140,7 @@ impl StatefulSetController {
             }
             volumes.push(json!({"name": claim, "persistentVolumeClaim": {"claimName": pvc_name}}));
         }
-        let mut pod = pod_from_template_of(kinds::STATEFUL_SET, sts, &sts["spec"]["template"], "");
+        let mut pod = pod_from_template_of(kinds::STATEFUL_SET, sts, template, "");
         pod["metadata"]["name"] = json!(name);
         if let Some(m) = pod["metadata"].as_object_mut() {
             m.remove("generateName");
@@ -168,11 +181,38 @@ impl StatefulSetController {
         }
     }
 
+    /// The template and revision of a new Pod `ord`: the current revision's
+    /// below the partition of a rolling update (or, with no `rollingUpdate`,
+    /// below the current replicas), else the update revision's.
+    async fn template_for(
+        &self,
+        sts: &Value,
+        ord: i64,
+        current_rev: &str,
+        update_rev: &str,
+    ) -> Result<(Value, String), ClientError> {
+        let strategy = &sts["spec"]["updateStrategy"];
+        let rolling = strategy["type"].as_str().unwrap_or("RollingUpdate") == "RollingUpdate";
+        let below = match strategy.get("rollingUpdate").filter(|r| r.is_object()) {
+            Some(r) => ord < r["partition"].as_i64().unwrap_or(0),
+            None => rolling && ord < sts["status"]["currentReplicas"].as_i64().unwrap_or(0),
+        };
+        if below
+            && current_rev != update_rev
+            && let Some(t) =
+                History::template(&*self.rt.client, obj::namespace(sts), current_rev).await?
+        {
+            return Ok((t, current_rev.to_owned()));
+        }
+        Ok((sts["spec"]["template"].clone(), update_rev.to_owned()))
+    }
+
     async fn sync(&self, key: &ObjKey) -> Result<Requeue, ClientError> {
         let Some(sts) = self.rt.informer(kinds::STATEFUL_SET).get(key) else {
             return Ok(Requeue::No);
         };
         if obj::deleting(&sts) {
+            self.history.forget(obj::uid(&sts));
             return Ok(Requeue::No);
         }
         let set = obj::name(&sts).to_owned();
@@ -183,13 +223,20 @@ impl StatefulSetController {
             .unwrap_or("OrderedReady")
             == "OrderedReady";
         let min_ready = spec["minReadySeconds"].as_i64().unwrap_or(0);
-        let update_rev = format!(
-            "{set}-{}",
-            template_hash(
-                &spec["template"],
-                sts["status"]["collisionCount"].as_i64().filter(|c| *c > 0)
-            )
+        let hash = template_hash(
+            &spec["template"],
+            sts["status"]["collisionCount"].as_i64().filter(|c| *c > 0),
         );
+        self.history
+            .record(
+                &*self.rt.client,
+                kinds::STATEFUL_SET,
+                &sts,
+                &hash,
+                HASH_LABEL,
+            )
+            .await?;
+        let update_rev = format!("{set}-{hash}");
         let current_rev = sts["status"]["currentRevision"]
             .as_str()
             .unwrap_or(&update_rev)
@@ -211,7 +258,10 @@ impl StatefulSetController {
             for ord in 0..want {
                 match pods.get(&ord).cloned() {
                     None => {
-                        self.create_pod(&sts, ord, &update_rev).await?;
+                        let (template, rev) = self
+                            .template_for(&sts, ord, &current_rev, &update_rev)
+                            .await?;
+                        self.create_pod(&sts, ord, &template, &rev).await?;
                         if ordered {
                             break 'manage;
                         }

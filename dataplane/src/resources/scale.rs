@@ -30,7 +30,13 @@ pub fn view(rt: &ResourceType, object: &Value) -> Value {
         "spec": { "replicas": object["spec"]["replicas"].as_i64().unwrap_or(1) },
         "status": { "replicas": object["status"]["replicas"].as_i64().unwrap_or(0) },
     });
-    let selector = selector_string(&object["spec"]["selector"]);
+    let selector = &object["spec"]["selector"];
+    // A ReplicationController's selector is a plain label map.
+    let selector = if rt.group.is_empty() && rt.kind == "ReplicationController" {
+        selector_string(&json!({ "matchLabels": selector }))
+    } else {
+        selector_string(selector)
+    };
     if !selector.is_empty() {
         scale["status"]["selector"] = json!(selector);
     }

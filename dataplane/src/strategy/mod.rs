@@ -7,13 +7,18 @@
 //! # Layout
 //!
 //! - [`defaults`]: the defaults of kinds with no other behaviour here.
+//! - [`namespace`]: Namespace `spec.finalizers`, written only by `/finalize`.
 //! - [`pods`]: Pod and pod template defaults.
 //! - [`service`]: Service defaults, ClusterIP and NodePort allocation.
+//! - [`webhooks`]: admission webhook configurations: defaults, and their
+//!   `matchConditions` compiled.
 //! - [`workloads`]: the apps/v1 and batch/v1 workloads' defaults.
 
 pub mod defaults;
+pub mod namespace;
 pub mod pods;
 pub mod service;
+pub mod webhooks;
 pub mod workloads;
 
 use serde_json::Value;
@@ -115,7 +120,7 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
         "ReplicationController",
         &Defaults(defaults::default_object),
     ),
-    ("", "Namespace", &Defaults(defaults::default_object)),
+    ("", "Namespace", &namespace::NamespaceStrategy),
     ("", "PersistentVolume", &Defaults(defaults::default_object)),
     (
         "",
@@ -145,12 +150,12 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
     (
         "admissionregistration.k8s.io",
         "ValidatingWebhookConfiguration",
-        &Defaults(defaults::default_object),
+        &webhooks::WebhookConfigurationStrategy,
     ),
     (
         "admissionregistration.k8s.io",
         "MutatingWebhookConfiguration",
-        &Defaults(defaults::default_object),
+        &webhooks::WebhookConfigurationStrategy,
     ),
 ];
 

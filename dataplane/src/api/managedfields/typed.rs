@@ -4,6 +4,15 @@
 //! (`x-kubernetes-list-type`, `-list-map-keys`, `-map-type`, and for lists
 //! without a list type the patch merge key, as upstream does for built-ins).
 //! Values without a schema are deduced: objects granular, lists atomic.
+//!
+//! Upstream compares Go values, not JSON: a struct field Go always holds
+//! (a non-pointer struct, a nil slice without `omitempty`, a scalar without
+//! it) is there at its zero value even when the JSON leaves it out, so its
+//! appearing is no addition ([`go_zero`]).
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
@@ -241,8 +250,62 @@ impl Comparison {
 /// Compares `old` and `new` under `schema`.
 pub fn compare(old: &Value, new: &Value, schema: Schema) -> Comparison {
     let mut c = Comparison::default();
-    cmp(Some(old), Some(new), schema, false, &mut Vec::new(), &mut c);
+    cmp(Some(old), Some(new), schema, &mut Vec::new(), &mut c);
     c
+}
+
+/// The fields Go's typed value of definition `schema` holds when its JSON
+/// omits them, with their zero values (fixtures/k8s/always-written.json).
+fn go_zero(schema: Schema) -> &'static [(String, Value)] {
+    static BY_DEFINITION: OnceLock<HashMap<usize, Vec<(String, Value)>>> = OnceLock::new();
+    let table = BY_DEFINITION.get_or_init(|| {
+        let written: HashMap<String, Vec<(String, Value)>> =
+            serde_json::from_str::<Value>(crate::api::wire::ALWAYS_WRITTEN)
+                .ok()
+                .and_then(|v| serde_json::from_value(v["definitions"].clone()).ok())
+                .unwrap_or_default();
+        // Keyed by the definition's address: schemas here are references
+        // into the one static table of definitions.
+        openapi::definitions()
+            .iter()
+            .filter_map(|(name, d)| {
+                let fields = written.get(name)?.clone();
+                Some((std::ptr::from_ref(d) as usize, fields))
+            })
+            .collect()
+    });
+    schema
+        .map(openapi::resolve)
+        .and_then(|d| table.get(&(std::ptr::from_ref(d) as usize)))
+        .map_or(&[], Vec::as_slice)
+}
+
+/// The entries of an object node as Go holds them (a struct's with the
+/// fields Go always holds filled in).
+fn held<'a>(
+    v: Option<&'a Value>,
+    is_struct: bool,
+    schema: Schema,
+    empty: &'a Map<String, Value>,
+) -> Cow<'a, Map<String, Value>> {
+    match v.and_then(Value::as_object) {
+        Some(m) if is_struct => as_go(m, schema),
+        Some(m) => Cow::Borrowed(m),
+        None => Cow::Borrowed(empty),
+    }
+}
+
+/// A struct as Go holds it: `m` with the fields Go always holds filled in.
+fn as_go<'a>(m: &'a Map<String, Value>, schema: Schema) -> Cow<'a, Map<String, Value>> {
+    let zero = go_zero(schema);
+    if zero.iter().all(|(f, _)| m.contains_key(f)) {
+        return Cow::Borrowed(m);
+    }
+    let mut full = m.clone();
+    for (f, v) in zero {
+        full.entry(f.clone()).or_insert_with(|| v.clone());
+    }
+    Cow::Owned(full)
 }
 
 fn is_empty_container(v: Option<&Value>) -> bool {
@@ -254,17 +317,20 @@ fn is_empty_container(v: Option<&Value>) -> bool {
     }
 }
 
-fn cmp(
-    l: Option<&Value>,
-    r: Option<&Value>,
-    schema: Schema,
-    item: bool,
-    path: &mut Path,
-    c: &mut Comparison,
-) {
-    let Some(v) = r.or(l) else { return };
+fn cmp(l: Option<&Value>, r: Option<&Value>, schema: Schema, path: &mut Path, c: &mut Comparison) {
+    // The shape comes from a side that is not `null`, when one is not.
+    let v = match (l, r) {
+        (_, Some(r)) if !r.is_null() => r,
+        (Some(l), _) => l,
+        (_, Some(r)) => r,
+        (None, None) => return,
+    };
     let mut sh = shape(schema, v);
+    // A value that changes type is a leaf; a `null` (a nil slice or map Go
+    // holds) takes the other side's shape.
     if let (Some(l), Some(r)) = (l, r)
+        && !l.is_null()
+        && !r.is_null()
         && shape(schema, l) != shape(schema, r)
     {
         sh = Shape::Scalar;
@@ -290,18 +356,15 @@ fn cmp(
     match &sh {
         Shape::Struct { .. } | Shape::Map { .. } => {
             let empty = Map::new();
-            let lm = l.and_then(Value::as_object).unwrap_or(&empty);
-            let rm = r.and_then(Value::as_object).unwrap_or(&empty);
+            let is_struct = matches!(sh, Shape::Struct { .. });
+            let (lm, rm) = (
+                held(l, is_struct, schema, &empty),
+                held(r, is_struct, schema, &empty),
+            );
+            let (lm, rm) = (lm.as_ref(), rm.as_ref());
             for k in lm.keys().chain(rm.keys().filter(|k| !lm.contains_key(*k))) {
                 path.push(field(k));
-                cmp(
-                    lm.get(k),
-                    rm.get(k),
-                    child_schema(schema, k),
-                    false,
-                    path,
-                    c,
-                );
+                cmp(lm.get(k), rm.get(k), child_schema(schema, k), path, c);
                 path.pop();
             }
         }
@@ -322,22 +385,22 @@ fn cmp(
             }
             for (e, lv) in &li {
                 path.push(e.clone());
-                cmp(Some(lv), find(&ri, e), is, true, path, c);
+                cmp(Some(lv), find(&ri, e), is, path, c);
                 path.pop();
             }
             for (e, rv) in &ri {
                 if find(&li, e).is_none() {
                     path.push(e.clone());
-                    cmp(None, Some(rv), is, true, path, c);
+                    cmp(None, Some(rv), is, path, c);
                     path.pop();
                 }
             }
         }
         Shape::Scalar => {}
     }
-    // A granular node that appears or goes is itself added or removed;
-    // struct fields are left out, as upstream's typed zero values hold them.
-    if !path.is_empty() && (item || !matches!(sh, Shape::Struct { .. })) {
+    // A granular node that appears or goes is itself added or removed (a
+    // field Go always holds never appears: `as_go` gave it its zero value).
+    if !path.is_empty() {
         match (l, r) {
             (None, Some(_)) => c.added.insert(path),
             (Some(_), None) => c.removed.insert(path),

@@ -1,7 +1,9 @@
 //! Property tests: strategic merge patch of Deployment containers agrees
 //! with an independent model of upstream's semantics (containers merge by
-//! name, env by name, ports by containerPort; new items are appended in
-//! patch order; `$patch: delete` removes by key).
+//! name, env by name, ports by containerPort; `$patch: delete` removes by
+//! key; the merged list is ordered as upstream's `normalizeElementOrder`:
+//! the items the patch names in its order, the others in the server's,
+//! interleaved so that an item new to the server comes before the server's).
 
 use std::collections::BTreeMap;
 
@@ -60,12 +62,58 @@ fn upsert<K: PartialEq + Clone, V: Clone>(
     }
 }
 
+/// Upstream's order of a merged list: `named` (the patch's keys) and the
+/// rest from `server`, merged as two sorted runs compared by server
+/// position; an item the server lacks wins its comparison.
+fn upstream_order<K: PartialEq + Clone, V>(
+    merged: Vec<(K, V)>,
+    server: &[K],
+    named: &[K],
+) -> Vec<(K, V)> {
+    let at = |list: &[K], k: &K| list.iter().position(|x| x == k);
+    let (mut patched, mut kept): (Vec<_>, Vec<_>) = merged
+        .into_iter()
+        .partition(|(k, _)| at(named, k).is_some());
+    patched.sort_by_key(|(k, _)| at(named, k));
+    kept.sort_by_key(|(k, _)| at(server, k));
+    let mut out = Vec::new();
+    let mut patched = patched.into_iter().peekable();
+    let mut kept = kept.into_iter().peekable();
+    loop {
+        let from_kept = match (kept.peek(), patched.peek()) {
+            (None, None) => return out,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some((a, _)), Some((b, _))) => match (at(server, a), at(server, b)) {
+                (Some(x), Some(y)) => x < y,
+                _ => false,
+            },
+        };
+        out.extend(if from_kept {
+            kept.next()
+        } else {
+            patched.next()
+        });
+    }
+}
+
 /// The model of upstream's strategic merge for these lists.
 fn model_patch(
     live: &[(String, Model)],
     patch: &[(String, Option<Model>)],
 ) -> Vec<(String, Model)> {
     let mut out = live.to_vec();
+    for (name, item) in patch {
+        if item.is_none() {
+            out.retain(|(n, _)| n != name);
+        }
+    }
+    let server: Vec<String> = out.iter().map(|(n, _)| n.clone()).collect();
+    let named: Vec<String> = patch
+        .iter()
+        .filter(|(_, m)| m.is_some())
+        .map(|(n, _)| n.clone())
+        .collect();
     for (name, item) in patch {
         match item {
             None => out.retain(|(n, _)| n != name),
@@ -78,17 +126,27 @@ fn model_patch(
                 if p.image.is_some() {
                     m.image = p.image.clone();
                 }
+                let ports: Vec<i64> = m.ports.iter().map(|(k, _)| *k).collect();
                 for (port, proto) in &p.ports {
                     upsert(&mut m.ports, port, |_| proto.clone());
                 }
+                let named: Vec<i64> = p.ports.iter().map(|(k, _)| *k).collect();
+                if !named.is_empty() {
+                    m.ports = upstream_order(m.ports, &ports, &named);
+                }
+                let env: Vec<String> = m.env.iter().map(|(k, _)| k.clone()).collect();
                 for (n, v) in &p.env {
                     upsert(&mut m.env, n, |_| v.clone());
+                }
+                let named: Vec<String> = p.env.iter().map(|(k, _)| k.clone()).collect();
+                if !named.is_empty() {
+                    m.env = upstream_order(m.env, &env, &named);
                 }
                 m
             }),
         }
     }
-    out
+    upstream_order(out, &server, &named)
 }
 
 fn unique<K: Ord + Clone, V>(items: Vec<(K, V)>) -> Vec<(K, V)> {

@@ -6,6 +6,8 @@
 //! `$deleteFromPrimitiveList/<field>` are honoured. Errors carry upstream's
 //! wording and class (400, 422 or a plain 500).
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
 use super::{PatchError, Schema};
@@ -153,6 +155,17 @@ fn merge_map(
         t.retain(|k, _| keys.contains(&k.as_str()));
     }
     let mut orders = Vec::new();
+    let originals: Vec<(String, Vec<Value>)> = p
+        .keys()
+        .filter_map(|k| k.strip_prefix(SET_ELEMENT_ORDER))
+        .map(|f| {
+            let list = match t.get(f) {
+                Some(Value::Array(a)) => a.clone(),
+                _ => Vec::new(),
+            };
+            (f.to_owned(), list)
+        })
+        .collect();
     for (k, v) in p {
         if k == PATCH || k == RETAIN_KEYS {
             continue;
@@ -204,8 +217,13 @@ fn merge_map(
     }
     for (field, order) in orders {
         let merge = list_merge(child_schema(schema, field));
+        let server = originals
+            .iter()
+            .find(|(f, _)| f == field)
+            .map_or(&[][..], |(_, l)| l.as_slice());
         if let Some(Value::Array(list)) = t.get_mut(field) {
-            reorder(list, order, &merge);
+            let merged = std::mem::take(list);
+            *list = normalize_order(merged, order, server, &merge);
         }
     }
     Ok(Outcome::Keep)
@@ -246,15 +264,18 @@ fn merge_list(
             return Ok(out);
         }
         ListMerge::Set => {
-            for item in items {
-                if item.is_object() && directive(item).is_some() {
-                    continue;
-                }
+            let server = list.clone();
+            let wanted: Vec<Value> = items
+                .iter()
+                .filter(|i| !(i.is_object() && directive(i).is_some()))
+                .cloned()
+                .collect();
+            for item in &wanted {
                 if !list.contains(item) {
                     list.push(item.clone());
                 }
             }
-            return Ok(list);
+            return Ok(normalize_order(list, &wanted, &server, &merge));
         }
         _ => {}
     }
@@ -262,6 +283,8 @@ fn merge_list(
         ListMerge::Key(k) => k.clone(),
         _ => String::new(),
     };
+    // Upstream orders by the list as it is once the deletions are done.
+    let mut server = list.clone();
     for item in items {
         let Value::Object(pm) = item else {
             if !list.contains(item) {
@@ -275,6 +298,7 @@ fn merge_list(
                 Some("replace") => continue,
                 Some("delete") => {
                     list.clear();
+                    server.clear();
                     continue;
                 }
                 _ => continue,
@@ -294,6 +318,7 @@ fn merge_list(
         match (pos, d.as_deref()) {
             (Some(i), Some("delete")) => {
                 list.remove(i);
+                server.retain(|x| x.get(&key) != Some(id));
             }
             (None, Some("delete")) => {}
             (Some(i), Some("replace")) => {
@@ -310,7 +335,68 @@ fn merge_list(
             (None, _) => list.push(fresh(item, item_schema)?),
         }
     }
-    Ok(list)
+    if key.is_empty() {
+        return Ok(list);
+    }
+    let wanted: Vec<Value> = items
+        .iter()
+        .filter(|i| directive(i).is_none())
+        .cloned()
+        .collect();
+    Ok(normalize_order(list, &wanted, &server, &merge))
+}
+
+/// Upstream's `normalizeElementOrder`: the merged items the patch names, in
+/// the patch's order, interleaved with the items only the server had, in
+/// the server's order. Where both items of a pair are in `server`, the
+/// earlier one there goes first; otherwise the patch's item does (so new
+/// items come before the server's).
+fn normalize_order(
+    merged: Vec<Value>,
+    wanted: &[Value],
+    server: &[Value],
+    merge: &ListMerge,
+) -> Vec<Value> {
+    // Items are told apart by their merge key's value (a primitive by
+    // itself), compared as JSON text so that long lists stay O(n log n).
+    let id_of = |v: &Value| -> String {
+        match merge {
+            ListMerge::Key(k) => v.get(k).map(Value::to_string).unwrap_or_default(),
+            _ => v.to_string(),
+        }
+    };
+    let index = |list: &[Value]| -> HashMap<String, usize> {
+        let mut at = HashMap::with_capacity(list.len());
+        for (i, v) in list.iter().enumerate() {
+            at.entry(id_of(v)).or_insert(i);
+        }
+        at
+    };
+    let (wanted_at, server_at) = (index(wanted), index(server));
+    let position = |at: &HashMap<String, usize>, v: &Value| at.get(&id_of(v)).copied();
+    let (mut named, mut only_server): (Vec<Value>, Vec<Value>) = merged
+        .into_iter()
+        .partition(|v| position(&wanted_at, v).is_some());
+    named.sort_by_cached_key(|v| position(&wanted_at, v).unwrap_or(usize::MAX));
+    only_server.sort_by_cached_key(|v| position(&server_at, v).unwrap_or(usize::MAX));
+    let mut out = Vec::with_capacity(named.len() + only_server.len());
+    let (mut left, mut right) = (
+        only_server.into_iter().peekable(),
+        named.into_iter().peekable(),
+    );
+    loop {
+        let take_left = match (left.peek(), right.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(l), Some(r)) => matches!(
+                (position(&server_at, l), position(&server_at, r)),
+                (Some(li), Some(ri)) if li < ri
+            ),
+        };
+        out.extend(if take_left { left.next() } else { right.next() });
+    }
+    out
 }
 
 /// A patch fragment as a new value: directives applied to nothing.
@@ -327,28 +413,6 @@ fn fresh(item: &Value, schema: Schema) -> Result<Value, PatchError> {
         }
         other => Ok(other.clone()),
     }
-}
-
-/// `$setElementOrder`: the listed elements in the listed order, then the
-/// rest (elements only the server had) in their current order.
-fn reorder(list: &mut Vec<Value>, order: &[Value], merge: &ListMerge) {
-    let id_of = |v: &Value| -> Value {
-        match merge {
-            ListMerge::Key(k) => v.get(k).cloned().unwrap_or(Value::Null),
-            _ => v.clone(),
-        }
-    };
-    let rank = |v: &Value| {
-        let id = id_of(v);
-        order.iter().position(|o| id_of(o) == id && !id.is_null())
-    };
-    let mut ranked: Vec<(usize, usize, Value)> = list
-        .drain(..)
-        .enumerate()
-        .map(|(i, v)| (rank(&v).unwrap_or(usize::MAX), i, v))
-        .collect();
-    ranked.sort_by_key(|(r, i, _)| (*r, *i));
-    list.extend(ranked.into_iter().map(|(_, _, v)| v));
 }
 
 #[cfg(test)]
@@ -379,9 +443,10 @@ mod tests {
         assert_eq!(c[0]["name"], "c");
         assert_eq!(c[1]["image"], "a:2");
         assert_eq!(c[1]["ports"][0]["containerPort"], 80);
+        // Items new to the server come first, as upstream orders them.
         assert_eq!(
             c[1]["env"],
-            json!([{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}])
+            json!([{"name": "Y", "value": "2"}, {"name": "X", "value": "1"}])
         );
     }
 
@@ -399,7 +464,8 @@ mod tests {
             schema,
         )
         .unwrap();
-        assert_eq!(f["metadata"]["finalizers"], json!(["a", "b"]));
+        // As kube-apiserver 1.34 answers this patch: the patch's order.
+        assert_eq!(f["metadata"]["finalizers"], json!(["b", "a"]));
         assert_eq!(f["metadata"]["labels"], json!({"z": "3"}));
         apply(
             &mut f,

@@ -29,9 +29,7 @@ pub fn matches(webhook: &Webhook, request: &Value) -> Result<bool, String> {
         ("oldObject", &request["oldObject"]),
         ("request", request),
     ] {
-        context
-            .add_variable(name, value.clone())
-            .map_err(|e| format!("{name} is not a CEL value: {e}"))?;
+        context.add_variable_from_value(name, super::to_cel(value));
     }
     for condition in conditions {
         let name = condition.get("name").and_then(Value::as_str).unwrap_or("");

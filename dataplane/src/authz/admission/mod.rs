@@ -45,6 +45,29 @@ pub fn object_name(object: &serde_json::Value) -> &str {
         .unwrap_or("Unknown")
 }
 
+/// A JSON value as CEL sees it, as upstream's converter types it: a number
+/// that fits an `int64` is an `int`, never a `uint` (so `x % 2` works).
+pub fn to_cel(v: &serde_json::Value) -> cel_interpreter::Value {
+    use cel_interpreter::Value as Cel;
+    use serde_json::Value;
+    match v {
+        Value::Null => Cel::Null,
+        Value::Bool(b) => Cel::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Cel::Int(i),
+            (None, Some(u)) => Cel::UInt(u),
+            _ => Cel::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => Cel::String(s.clone().into()),
+        Value::Array(a) => Cel::List(a.iter().map(to_cel).collect::<Vec<_>>().into()),
+        Value::Object(m) => {
+            let map: std::collections::HashMap<String, Cel> =
+                m.iter().map(|(k, v)| (k.clone(), to_cel(v))).collect();
+            map.into()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -118,8 +118,7 @@ fn context(
         ("params", params),
         ("namespaceObject", &ns),
     ] {
-        ctx.add_variable(name, value.clone())
-            .map_err(|e| format!("{name} is not a CEL value: {e}"))?;
+        ctx.add_variable_from_value(name, super::to_cel(value));
     }
     ctx.add_variable_from_value("variables", HashMap::<String, Cel>::new());
     Ok(ctx)

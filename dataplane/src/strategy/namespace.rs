@@ -1,0 +1,48 @@
+//! Namespaces: upstream's `namespaceStrategy` keeps `spec.finalizers` on
+//! update; only the `/finalize` subresource changes them.
+
+use serde_json::Value;
+
+use super::{Context, Defaults, Strategy, defaults};
+use crate::error::ApiError;
+use crate::resources::ResourceType;
+
+/// A Namespace: its defaults, and `spec.finalizers` changed only through
+/// `/finalize` (upstream's `namespaceStrategy.PrepareForUpdate`).
+#[derive(Debug)]
+pub struct NamespaceStrategy;
+
+impl Strategy for NamespaceStrategy {
+    fn prepare_create(
+        &self,
+        ctx: &Context<'_>,
+        rt: &ResourceType,
+        name: &str,
+        object: &mut Value,
+    ) -> Result<(), ApiError> {
+        Defaults(defaults::default_object).prepare_create(ctx, rt, name, object)
+    }
+
+    fn prepare_update(
+        &self,
+        ctx: &Context<'_>,
+        rt: &ResourceType,
+        old: &Value,
+        new: &mut Value,
+    ) -> Result<(), ApiError> {
+        if !new.is_object() {
+            return Ok(());
+        }
+        match old["spec"].get("finalizers") {
+            Some(f) if new["spec"].is_object() || new["spec"].is_null() => {
+                new["spec"]["finalizers"] = f.clone();
+            }
+            _ => {
+                if let Some(spec) = new["spec"].as_object_mut() {
+                    spec.remove("finalizers");
+                }
+            }
+        }
+        Defaults(defaults::default_object).prepare_update(ctx, rt, old, new)
+    }
+}
