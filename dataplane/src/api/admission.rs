@@ -147,8 +147,11 @@ impl Admission<'_> {
         };
         if self.is_main() {
             limitrange::mutate(op, group, resource, &mut object, &limit_ranges);
-            if op == Operation::Create && self.is("", "pods") && !self.from_controller {
-                self.admit_service_account(&mut object).await?;
+            if op == Operation::Create && self.is("", "pods") {
+                if !self.from_controller {
+                    self.admit_service_account(&mut object).await?;
+                }
+                crate::strategy::pods::admit_pod(&mut object);
             }
             storage_protection::mutate(op, group, resource, &mut object);
         }

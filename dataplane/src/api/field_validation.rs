@@ -312,6 +312,93 @@ pub fn duplicates(body: &[u8]) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The keys a block-style YAML body sets twice in one mapping, as go-yaml's
+/// strict decoder reports them: `line 7: key "k" already set in map` (the
+/// line of the second one, from 1). Flow collections (`{…}`, `[…]`) and
+/// block scalars' contents are not looked into.
+pub fn yaml_duplicates(body: &[u8]) -> Vec<String> {
+    let Ok(text) = std::str::from_utf8(body) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    // Open mappings: (indent of their keys, keys seen).
+    let mut open: Vec<(usize, Vec<String>)> = Vec::new();
+    // Inside a block scalar (`|`, `>`): lines indented more than this.
+    let mut scalar_at: Option<usize> = None;
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.trim_end();
+        let trimmed = line.trim_start();
+        let mut indent = line.len() - trimmed.len();
+        if let Some(at) = scalar_at {
+            if trimmed.is_empty() || indent > at {
+                continue;
+            }
+            scalar_at = None;
+        }
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if trimmed.starts_with("---") || trimmed.starts_with("...") {
+            open.clear();
+            continue;
+        }
+        // `- key: v` opens a new mapping in a list item.
+        let mut rest = trimmed;
+        let mut item = false;
+        while let Some(r) = rest
+            .strip_prefix("- ")
+            .or_else(|| (rest == "-").then_some(""))
+        {
+            indent += rest.len() - r.trim_start().len();
+            rest = r.trim_start();
+            item = true;
+        }
+        let Some(key) = mapping_key(rest) else {
+            continue;
+        };
+        while open.last().is_some_and(|(i, _)| *i > indent) {
+            open.pop();
+        }
+        if item {
+            while open.last().is_some_and(|(i, _)| *i >= indent) {
+                open.pop();
+            }
+        }
+        match open.last_mut() {
+            Some((i, keys)) if *i == indent => {
+                if keys.contains(&key) {
+                    out.push(format!("line {}: key {key:?} already set in map", n + 1));
+                } else {
+                    keys.push(key);
+                }
+            }
+            _ => open.push((indent, vec![key])),
+        }
+        let value = rest.split_once(':').map_or("", |(_, v)| v.trim());
+        if value.starts_with('|') || value.starts_with('>') {
+            scalar_at = Some(indent);
+        }
+    }
+    out
+}
+
+/// The key of a `key: value` (or `key:`) line, unquoted.
+fn mapping_key(rest: &str) -> Option<String> {
+    if rest.starts_with(['{', '[', '&', '*', '!', '?']) {
+        return None;
+    }
+    if let Some(q) = rest.chars().next().filter(|c| *c == '"' || *c == '\'') {
+        let end = rest[1..].find(q)? + 1;
+        let after = &rest[end + 1..];
+        return (after.starts_with(':')).then(|| rest[1..end].to_owned());
+    }
+    let colon = rest
+        .find(": ")
+        .or_else(|| rest.ends_with(':').then(|| rest.len() - 1))?;
+    let key = &rest[..colon];
+    (!key.contains(" #")).then(|| key.trim_end().to_owned())
+}
+
 /// `strict decoding error: a, b`.
 pub fn strict_error(problems: &[String]) -> String {
     format!("strict decoding error: {}", problems.join(", "))
@@ -386,6 +473,29 @@ pub fn warning_header(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn yaml_duplicate_keys_are_found_by_line() {
+        let body =
+            b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  k: a\n  k: b\n";
+        assert_eq!(
+            yaml_duplicates(body),
+            ["line 7: key \"k\" already set in map"]
+        );
+        // Same key in sibling list items, in other mappings, in a block
+        // scalar: no duplicate.
+        let body = b"spec:\n  ports:\n  - name: a\n    port: 1\n  - name: b\n    port: 2\n  name: top\nscript: |\n  name: x\n  name: y\n";
+        assert!(
+            yaml_duplicates(body).is_empty(),
+            "{:?}",
+            yaml_duplicates(body)
+        );
+        let body = b"spec:\n  foo: foo1\n  'foo': foo2\n";
+        assert_eq!(
+            yaml_duplicates(body),
+            ["line 3: key \"foo\" already set in map"]
+        );
+    }
 
     fn deployment() -> FieldSchema {
         FieldSchema::OpenApi(

@@ -410,6 +410,18 @@ impl Handler<'_> {
         }
     }
 
+    /// A YAML body's duplicate keys as field problems: one go-yaml error
+    /// naming them all when refused, one warning each when warned of.
+    fn yaml_problems(&self, dups: Vec<String>) -> Vec<String> {
+        match (self.directive, dups.is_empty()) {
+            (_, true) | (Directive::Ignore, _) => Vec::new(),
+            (Directive::Strict, false) => {
+                vec![format!("yaml: unmarshal errors:\n  {}", dups.join("\n  "))]
+            }
+            (Directive::Warn, false) => dups,
+        }
+    }
+
     /// Decodes a create or update body, checking its fields.
     fn decode(&self, ct: &str, body: &[u8]) -> Result<Value, ApiError> {
         let media = ct.split(';').next().unwrap_or_default().trim();
@@ -421,7 +433,13 @@ impl Handler<'_> {
                 Err(_) => return request::decode_json(body),
             }
         } else {
-            field_validation::check_value(request::decode_object(ct, body)?, &schema)
+            let mut checked =
+                field_validation::check_value(request::decode_object(ct, body)?, &schema);
+            if media == "application/yaml" {
+                let dups = field_validation::yaml_duplicates(body);
+                checked.problems.splice(0..0, self.yaml_problems(dups));
+            }
+            checked
         };
         self.field_problems(checked, |v, p| {
             field_validation::decode_error(self.rt(), v, p)
@@ -468,10 +486,12 @@ impl Handler<'_> {
 
     fn filter(&self) -> Result<Filter, ApiError> {
         let rt = self.rt();
-        let mut fields = FieldSelector::parse(
+        let selectable = rt.custom.as_ref().map_or(&[][..], |c| c.selectable.as_slice());
+        let mut fields = FieldSelector::parse_with(
             self.params.get("fieldSelector").unwrap_or_default(),
             &rt.group,
             &rt.kind,
+            selectable,
         )?;
         if let Some(name) = &self.scope.name {
             // `GET …/pods/web?watch=true` watches one object.

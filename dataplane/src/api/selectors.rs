@@ -113,6 +113,12 @@ fn field_value(object: &Value, field: &str) -> String {
 impl FieldSelector {
     /// Parses `a=b,c!=d` and checks every field is supported for the kind.
     pub fn parse(s: &str, group: &str, kind: &str) -> Result<Self, ApiError> {
+        Self::parse_with(s, group, kind, &[])
+    }
+
+    /// As [`FieldSelector::parse`], with `extra` fields selectable too (a
+    /// custom resource version's `selectableFields`, as `spec.color`).
+    pub fn parse_with(s: &str, group: &str, kind: &str, extra: &[String]) -> Result<Self, ApiError> {
         let mut terms = Vec::new();
         if s.trim().is_empty() {
             return Ok(Self { terms });
@@ -132,6 +138,7 @@ impl FieldSelector {
             let field = field.trim();
             if !matches!(field, "metadata.name" | "metadata.namespace")
                 && !kind_fields(group, kind).contains(&field)
+                && !extra.iter().any(|f| f == field)
             {
                 return Err(ApiError::BadRequest(format!(
                     "field label not supported: {field}"
@@ -193,6 +200,16 @@ impl FieldSelector {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn custom_selectable_fields_select() {
+        let extra = ["host".to_owned(), "spec.color".to_owned()];
+        let s = FieldSelector::parse_with("host=h1,spec.color!=red", "g", "Widget", &extra).unwrap();
+        assert!(s.matches(&json!({"host": "h1", "spec": {"color": "blue"}})));
+        assert!(!s.matches(&json!({"host": "h2", "spec": {"color": "blue"}})));
+        let e = FieldSelector::parse_with("spec.size=1", "g", "Widget", &extra).unwrap_err();
+        assert_eq!(e.to_string(), "field label not supported: spec.size");
+    }
 
     #[test]
     fn encoded_objects_are_ruled_out_only_when_they_cannot_match() {

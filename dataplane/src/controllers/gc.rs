@@ -82,10 +82,11 @@ impl GarbageCollector {
             return Ok(Requeue::No);
         }
         if obj::deleting(&o) && obj::has_finalizer(&o, "foregroundDeletion") {
-            let deps = self.dependents(&uid);
-            for (kind, dep) in &deps {
-                if !obj::deleting(dep) {
-                    self.delete(*kind, dep, Propagation::Foreground).await?;
+            // Each dependent is looked at as upstream's attemptToDelete
+            // does: one with another, solid owner only loses this one.
+            for (kind, dep) in self.dependents(&uid) {
+                if !obj::deleting(&dep) {
+                    self.attempt_delete(kind, dep).await?;
                 }
             }
             let blocking = self.dependents(&uid).iter().any(|(_, d)| {
@@ -100,33 +101,74 @@ impl GarbageCollector {
             }
             return Ok(Requeue::No);
         }
-        let refs = obj::owner_refs(&o).to_vec();
-        if refs.is_empty() || obj::deleting(&o) {
-            return Ok(Requeue::No);
-        }
-        let mut absent = Vec::new();
-        let mut foreground_owner = false;
-        for r in &refs {
-            match self.owner(r, obj::namespace(&o)).await? {
-                None => absent.push(r["uid"].clone()),
-                Some(owner) => {
-                    foreground_owner |=
-                        obj::deleting(&owner) && obj::has_finalizer(&owner, "foregroundDeletion");
-                }
-            }
-        }
-        if absent.len() == refs.len() {
-            self.delete(self.kind, &o, Propagation::Background).await?;
-        } else if !absent.is_empty() {
-            let mut d = (*o).clone();
-            if let Some(list) = d["metadata"]["ownerReferences"].as_array_mut() {
-                list.retain(|r| !absent.contains(&r["uid"]));
-            }
-            self.write(self.kind, d).await?;
-        } else if foreground_owner {
-            self.delete(self.kind, &o, Propagation::Foreground).await?;
+        if !obj::deleting(&o) {
+            self.attempt_delete(self.kind, o).await?;
         }
         Ok(Requeue::No)
+    }
+
+    /// Upstream's attemptToDeleteItem for `o` (of `kind`), not being
+    /// deleted: owners gone (dangling), deleted in the foreground (waiting
+    /// for their dependents), or solid decide what becomes of it.
+    async fn attempt_delete(&self, kind: Kind, o: Arc<Value>) -> Result<(), ClientError> {
+        let uid = obj::uid(&o).to_owned();
+        let refs = obj::owner_refs(&o).to_vec();
+        if refs.is_empty() {
+            return Ok(());
+        }
+        let (mut dangling, mut waiting, mut solid) = (Vec::new(), Vec::new(), 0);
+        for r in &refs {
+            match self.owner(r, obj::namespace(&o)).await? {
+                None => dangling.push(r["uid"].clone()),
+                Some(owner)
+                    if obj::deleting(&owner)
+                        && obj::has_finalizer(&owner, "foregroundDeletion") =>
+                {
+                    waiting.push(r["uid"].clone())
+                }
+                Some(_) => solid += 1,
+            }
+        }
+        let deps = self.dependents(&uid);
+        if solid > 0 {
+            // A solid owner keeps the object; it only leaves the others.
+            if dangling.is_empty() && waiting.is_empty() {
+                return Ok(());
+            }
+            let mut d = (*o).clone();
+            if let Some(list) = d["metadata"]["ownerReferences"].as_array_mut() {
+                list.retain(|r| !dangling.contains(&r["uid"]) && !waiting.contains(&r["uid"]));
+            }
+            self.write(kind, d).await?;
+        } else if !waiting.is_empty() && !deps.is_empty() {
+            // A dependent that itself waits for its dependents may close a
+            // cycle of blocking references: this object stops blocking its
+            // owners, so the cycle's foreground deletion can finish.
+            let cycle = deps
+                .iter()
+                .any(|(_, d)| obj::deleting(d) && obj::has_finalizer(d, "foregroundDeletion"));
+            let mut o = o;
+            if cycle {
+                let mut d = (*o).clone();
+                if let Some(list) = d["metadata"]["ownerReferences"].as_array_mut() {
+                    for r in list.iter_mut().filter(|r| r["blockOwnerDeletion"] == true) {
+                        r["blockOwnerDeletion"] = Value::Bool(false);
+                    }
+                }
+                match self.rt.client.update(kind, d).await {
+                    Ok(w) => {
+                        self.rt.informer(kind).observe(w.clone());
+                        o = w;
+                    }
+                    Err(ClientError::NotFound(_)) => return Ok(()),
+                    Err(e) => return Err(e),
+                }
+            }
+            self.delete(kind, &o, Propagation::Foreground).await?;
+        } else {
+            self.delete(kind, &o, Propagation::Background).await?;
+        }
+        Ok(())
     }
 
     fn dependents(&self, uid: &str) -> Vec<(Kind, Arc<Value>)> {
@@ -250,6 +292,19 @@ fn on_change(rt: &Arc<Runtime>, qs: &[(Kind, Arc<Queue>)], kind: Kind, c: &Chang
                 && let Some(q) = queue_of(qs, kind)
             {
                 q.add(ObjKey::of(o));
+            }
+            // A reference dropped or made non-blocking: its owner, if it
+            // waits in the foreground, may be free to go now.
+            if let Some(old) = &c.old {
+                let now = obj::owner_refs(o);
+                for r in obj::owner_refs(old).iter().filter(|r| !now.contains(r)) {
+                    if let (Some(k), Some(n)) = (kind_of(r), r["name"].as_str())
+                        && let Some(q) = queue_of(qs, k)
+                    {
+                        let ns = if k.namespaced { obj::namespace(o) } else { "" };
+                        q.add(ObjKey::new(ns, n));
+                    }
+                }
             }
             if finalizing {
                 // Dependents must learn their owner is going in the foreground.

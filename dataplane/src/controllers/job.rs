@@ -7,7 +7,9 @@
 //! `ttlSecondsAfterFinished`; shrinking `parallelism` or `completions` deletes
 //! the surplus Pods.
 //!
-//! Not done: `podFailurePolicy`, `successPolicy`, `backoffLimitPerIndex`,
+//! An Indexed Job's `successPolicy` ends it with reason `SuccessPolicy`.
+//!
+//! Not done: `podFailurePolicy`, `backoffLimitPerIndex`,
 //! `podReplacementPolicy`, and the `batch.kubernetes.io/job-tracking` finalizer
 //! (counts come from the Pods, kept monotonic in the status).
 
@@ -43,6 +45,58 @@ pub fn finished(job: &Value) -> Option<&'static str> {
 
 fn index_of(p: &Value) -> Option<i64> {
     obj::annotation(p, COMPLETION_INDEX).and_then(|i| i.parse().ok())
+}
+
+/// Upstream's `matchSuccessPolicy`: the first rule the succeeded indexes
+/// meet (all of its `succeededIndexes`, or `succeededCount` of them, or of
+/// all indexes), as the condition's message names it.
+fn success_policy_match(spec: &Value, completions: i64, done: &BTreeSet<i64>) -> Option<String> {
+    if done.is_empty() {
+        return None;
+    }
+    let rules = spec["successPolicy"]["rules"].as_array()?;
+    for (i, rule) in rules.iter().enumerate() {
+        let count = rule["succeededCount"].as_i64();
+        let met = match rule["succeededIndexes"].as_str() {
+            Some(text) => {
+                let required = index_intervals(text, completions);
+                if required.is_empty() {
+                    continue;
+                }
+                let total: i64 = required.iter().map(|(a, b)| b - a + 1).sum();
+                let contains: i64 = required
+                    .iter()
+                    .map(|(a, b)| done.range(*a..=*b).count() as i64)
+                    .sum();
+                contains == total || count.is_some_and(|c| contains >= c)
+            }
+            None => count.is_some_and(|c| done.len() as i64 >= c),
+        };
+        if met {
+            return Some(format!("Matched rules at index {i}"));
+        }
+    }
+    None
+}
+
+/// `1,3-5` as inclusive intervals below `completions`; a malformed list is
+/// empty (upstream's `parseIndexesFromString`).
+fn index_intervals(text: &str, completions: i64) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    for part in text.split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.parse::<i64>(), b.parse::<i64>()),
+            None => (part.parse::<i64>(), part.parse::<i64>()),
+        };
+        let (Ok(a), Ok(b)) = (a, b) else {
+            return Vec::new();
+        };
+        if a < 0 || b < a || a >= completions {
+            return Vec::new();
+        }
+        out.push((a, b.min(completions - 1)));
+    }
+    out
 }
 
 /// `1,3-5,7` as upstream writes `completedIndexes`.
@@ -247,13 +301,19 @@ impl JobController {
         } else {
             None
         };
-        let success = !suspended
-            && failure.is_none()
-            && match (indexed, completions) {
-                (true, Some(c)) => (0..c).all(|i| completed.contains(&i)),
-                (false, Some(c)) => succeeded >= c,
-                (_, None) => succeeded > 0 && active.is_empty(),
-            };
+        // An Indexed Job's successPolicy is looked at first, as upstream does.
+        let by_policy = match (suspended || failure.is_some(), indexed, completions) {
+            (false, true, Some(c)) => success_policy_match(spec, c, &completed),
+            _ => None,
+        };
+        let success = by_policy.is_some()
+            || (!suspended
+                && failure.is_none()
+                && match (indexed, completions) {
+                    (true, Some(c)) => (0..c).all(|i| completed.contains(&i)),
+                    (false, Some(c)) => succeeded >= c,
+                    (_, None) => succeeded > 0 && active.is_empty(),
+                });
 
         if let Some((reason, msg)) = failure {
             self.delete_pods(&job, &active).await?;
@@ -265,21 +325,15 @@ impl JobController {
         } else if success {
             self.delete_pods(&job, &active).await?;
             active.clear();
-            let msg = "Reached expected number of succeeded pods";
-            set(
-                &mut conditions,
-                "SuccessCriteriaMet",
-                "True",
-                "CompletionsReached",
-                msg,
-            );
-            set(
-                &mut conditions,
-                "Complete",
-                "True",
-                "CompletionsReached",
-                msg,
-            );
+            let (reason, msg) = match &by_policy {
+                Some(m) => ("SuccessPolicy", m.as_str()),
+                None => (
+                    "CompletionsReached",
+                    "Reached expected number of succeeded pods",
+                ),
+            };
+            set(&mut conditions, "SuccessCriteriaMet", "True", reason, msg);
+            set(&mut conditions, "Complete", "True", reason, msg);
             status["completionTime"] = json!(ts);
             self.event(&job, EventKind::Normal, "Completed", "Job completed".into())
                 .await;
@@ -469,5 +523,27 @@ mod tests {
     fn completed_indexes_as_ranges() {
         let s: BTreeSet<i64> = [0, 1, 2, 4, 6, 7].into_iter().collect();
         assert_eq!(ranges(&s), "0-2,4,6-7");
+    }
+
+    #[test]
+    fn success_policy_rules_match_as_upstream() {
+        let done: BTreeSet<i64> = [0, 2, 3].into_iter().collect();
+        let spec = |rules: Value| json!({"successPolicy": {"rules": rules}});
+        let m = |rules: Value| success_policy_match(&spec(rules), 5, &done);
+        assert_eq!(
+            m(json!([{"succeededCount": 3}])).as_deref(),
+            Some("Matched rules at index 0")
+        );
+        assert_eq!(m(json!([{"succeededCount": 4}])), None);
+        // All of the listed indexes, or the count of them.
+        assert_eq!(
+            m(json!([{"succeededIndexes": "1"}, {"succeededIndexes": "2-3"}])).as_deref(),
+            Some("Matched rules at index 1")
+        );
+        assert!(m(json!([{"succeededIndexes": "0-1", "succeededCount": 1}])).is_some());
+        assert!(m(json!([{"succeededIndexes": "0-1"}])).is_none());
+        // A malformed or out-of-range list never matches.
+        assert!(m(json!([{"succeededIndexes": "x"}])).is_none());
+        assert!(m(json!([{"succeededIndexes": "7"}])).is_none());
     }
 }

@@ -56,6 +56,7 @@ pub fn creator(object: &Value) -> Option<&'static str> {
     let api_version = owner["apiVersion"].as_str()?;
     Some(match (api_version, owner["kind"].as_str()?) {
         ("apps/v1", "ReplicaSet") => "replicaset-controller",
+        ("v1", "ReplicationController") => "replication-controller",
         ("apps/v1", "Deployment") => "deployment-controller",
         ("apps/v1", "StatefulSet") => "statefulset-controller",
         ("apps/v1", "DaemonSet") => "daemon-set-controller",

@@ -105,6 +105,7 @@ impl StoreClient {
         }
         if kind.kind == "Pod" {
             pods::default_pod(&mut object);
+            pods::admit_pod(&mut object);
         }
         if kind.api_version == "v1"
             && let Some(f) = storage_protection::finalizer_of("", kind.plural)
@@ -296,9 +297,16 @@ impl StoreClient {
     }
 
     fn delete_namespace_contents_now(&self, namespace: &str) -> usize {
+        // OrderedNamespaceDeletion (on in 1.34): the Pods go first, and
+        // nothing else is deleted while one remains, so a Pod never outlives
+        // the Secrets and ConfigMaps it mounts.
+        let pods = self.delete_all_of("pods", namespace);
+        if pods > 0 {
+            return pods;
+        }
         let mut remaining = 0;
         let registry = self.resources.registry();
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = std::collections::HashSet::from(["pods".to_owned()]);
         for rt in registry.all().iter().filter(|t| t.namespaced) {
             let resource = request::group_resource(rt);
             if !seen.insert(resource.clone()) {
@@ -306,14 +314,22 @@ impl StoreClient {
                 // (and events.k8s.io Events are core Events).
                 continue;
             }
-            let snapshot = self.store.snapshot(&resource);
-            for ((ns, name), _) in snapshot.iter_stored(Some(namespace), None) {
-                let key = ObjectKey::new(&resource, ns, name);
-                if self.store.delete(&key, &Preconditions::default()).is_ok()
-                    && self.store.get(&key).is_some()
-                {
-                    remaining += 1;
-                }
+            remaining += self.delete_all_of(&resource, namespace);
+        }
+        remaining
+    }
+
+    /// Deletes every `resource` object in `namespace`; answers how many
+    /// remain (finalizers or graceful deletion keep them).
+    fn delete_all_of(&self, resource: &str, namespace: &str) -> usize {
+        let snapshot = self.store.snapshot(resource);
+        let mut remaining = 0;
+        for ((ns, name), _) in snapshot.iter_stored(Some(namespace), None) {
+            let key = ObjectKey::new(resource, ns, name);
+            if self.store.delete(&key, &Preconditions::default()).is_ok()
+                && self.store.get(&key).is_some()
+            {
+                remaining += 1;
             }
         }
         remaining

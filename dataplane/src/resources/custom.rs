@@ -31,6 +31,11 @@ pub struct CustomSpec {
     pub scale: Option<ScalePaths>,
     /// `additionalPrinterColumns` (upstream's default: an Age column).
     pub columns: Vec<PrinterColumn>,
+    /// Whether the schema has a `default` anywhere: objects read from the
+    /// store are then defaulted, as upstream defaults on read.
+    pub defaults: bool,
+    /// `selectableFields`, as field selectors name them (`spec.color`).
+    pub selectable: Vec<String>,
 }
 
 /// Where the `scale` subresource reads and writes.
@@ -233,10 +238,32 @@ pub fn types_of(crd: &Value) -> Vec<ResourceType> {
                     status,
                     scale,
                     columns,
+                    defaults: has_default(&v["schema"]["openAPIV3Schema"]),
+                    selectable: v["selectableFields"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|f| f["jsonPath"].as_str())
+                        .map(|p| p.trim_start_matches('.').to_owned())
+                        .collect(),
                 })),
             }
         })
         .collect()
+}
+
+/// Whether a structural schema sets a `default` at any level.
+fn has_default(schema: &Value) -> bool {
+    let Some(m) = schema.as_object() else {
+        return false;
+    };
+    m.contains_key("default")
+        || m.get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| p.values().any(has_default))
+        || ["items", "additionalProperties"]
+            .iter()
+            .any(|k| m.get(*k).is_some_and(has_default))
 }
 
 /// The segments of a simple JSONPath such as `.spec.replicas`.

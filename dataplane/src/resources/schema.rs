@@ -71,7 +71,15 @@ fn prune_at(schema: &Value, value: &mut Value, path: &str, root: bool, removed: 
             let additional = &schema["additionalProperties"];
             let keys: Vec<String> = m.keys().cloned().collect();
             for k in keys {
-                if embedded && matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
+                if embedded && k == "metadata" {
+                    // ObjectMeta decodes as the built-in type: what it does
+                    // not declare is dropped.
+                    if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+                        prune_metadata(meta, &child_path(path, "metadata"), removed);
+                    }
+                    continue;
+                }
+                if embedded && matches!(k.as_str(), "apiVersion" | "kind") {
                     continue;
                 }
                 let p = child_path(path, &k);
@@ -99,6 +107,28 @@ fn prune_at(schema: &Value, value: &mut Value, path: &str, root: bool, removed: 
             }
         }
         _ => {}
+    }
+}
+
+/// Drops the fields of an embedded object's `metadata` that ObjectMeta does
+/// not declare.
+fn prune_metadata(
+    meta: &mut serde_json::Map<String, Value>,
+    path: &str,
+    removed: &mut Vec<String>,
+) {
+    let declared = crate::api::openapi::definitions()
+        .get("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")
+        .and_then(|d| d["properties"].as_object());
+    let Some(declared) = declared else { return };
+    let unknown: Vec<String> = meta
+        .keys()
+        .filter(|k| !declared.contains_key(*k))
+        .cloned()
+        .collect();
+    for k in unknown {
+        meta.remove(&k);
+        removed.push(child_path(path, &k));
     }
 }
 

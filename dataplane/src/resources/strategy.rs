@@ -177,15 +177,21 @@ pub fn present<'a>(rt: &ResourceType, object: &'a Value) -> Cow<'a, Value> {
         }
         return Cow::Owned(events::to_events_v1(object));
     }
-    if rt.custom.is_none() {
+    let Some(spec) = &rt.custom else {
         return Cow::Borrowed(object);
-    }
+    };
     let api_version = rt.api_version();
-    if object["apiVersion"].as_str() == Some(api_version.as_str()) || !object.is_object() {
+    let same_version = object["apiVersion"].as_str() == Some(api_version.as_str());
+    if (same_version && !spec.defaults) || !object.is_object() {
         return Cow::Borrowed(object);
     }
     let mut o = object.clone();
     o["apiVersion"] = json!(api_version);
+    // Upstream defaults what it reads: a default added to the schema later
+    // shows on objects stored before it.
+    if spec.defaults {
+        schema::apply_defaults(&spec.schema, &mut o);
+    }
     Cow::Owned(o)
 }
 
@@ -195,7 +201,7 @@ pub fn converts(rt: &ResourceType) -> bool {
         || rt
             .custom
             .as_ref()
-            .is_some_and(|c| c.storage_version != rt.version)
+            .is_some_and(|c| c.storage_version != rt.version || c.defaults)
 }
 
 #[cfg(test)]
@@ -240,7 +246,11 @@ mod tests {
         prepare_create(v2, &mut o2, UnknownFields::Refuse).unwrap();
         assert_eq!(o2["apiVersion"], "stable.example.com/v1");
         assert_eq!(present(v2, &o2)["apiVersion"], "stable.example.com/v2");
-        assert!(converts(v2) && !converts(v1));
+        // v1's schema has a default: objects read are defaulted, as ones
+        // stored before the default was added.
+        assert!(converts(v2) && converts(v1));
+        let stored = json!({ "apiVersion": "stable.example.com/v1", "metadata": { "name": "c" }, "spec": {} });
+        assert_eq!(present(v1, &stored)["spec"], json!({ "replicas": 1 }));
     }
 
     #[test]

@@ -3,9 +3,10 @@
 //! (`restartPolicy`, `dnsPolicy`, `schedulerName`, `securityContext`,
 //! `terminationGracePeriodSeconds`; each container's `imagePullPolicy` and
 //! termination message; ports, probes, volume modes), plus what only Pods
-//! get: `enableServiceLinks`, requests copied from limits, and the admission
+//! get: `enableServiceLinks` and requests copied from limits. The admission
 //! plugins' `priority`, `preemptionPolicy` and the not-ready/unreachable
-//! tolerations of 300 s.
+//! tolerations of 300 s come apart ([`admit_pod`]), after a create's fields
+//! are tracked, so they are nobody's in `managedFields`, as upstream has it.
 
 use serde_json::{Value, json};
 
@@ -96,6 +97,7 @@ pub fn default_pod_spec(spec: &mut Value) {
     set_default(spec, "securityContext", json!({}));
     set_default(spec, "terminationGracePeriodSeconds", json!(30));
     set_default(spec, "schedulerName", json!("default-scheduler"));
+    service_account_alias(spec);
     for list in ["containers", "initContainers", "ephemeralContainers"] {
         for c in each(spec, list) {
             default_container(c);
@@ -133,6 +135,32 @@ pub fn default_pod(pod: &mut Value) {
             }
         }
     }
+}
+
+/// `serviceAccount`, the deprecated alias of `serviceAccountName`: read when
+/// the name is not given, and always written as the name (upstream's v1
+/// conversion of a pod spec).
+fn service_account_alias(spec: &mut Value) {
+    let name = spec["serviceAccountName"]
+        .as_str()
+        .filter(|n| !n.is_empty());
+    let alias = spec["serviceAccount"].as_str().filter(|n| !n.is_empty());
+    match (name.map(str::to_owned), alias.map(str::to_owned)) {
+        (Some(n), _) => spec["serviceAccount"] = json!(n),
+        (None, Some(a)) => spec["serviceAccountName"] = json!(a),
+        (None, None) => {}
+    }
+}
+
+/// What the Priority and DefaultTolerationSeconds admission plugins add to a
+/// Pod created: `priority` 0 and `PreemptLowerPriority` without a class,
+/// and the not-ready/unreachable tolerations of 300 s.
+pub fn admit_pod(pod: &mut Value) {
+    let Some(spec) = pod.get_mut("spec").filter(|s| s.is_object()) else {
+        return;
+    };
+    // The ServiceAccount plugin may just have named the account.
+    service_account_alias(spec);
     if spec["priorityClassName"].as_str().is_none_or(str::is_empty) {
         set_default(spec, "priority", json!(0));
         set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
@@ -182,6 +210,8 @@ mod tests {
             {"name": "c", "image": "app@sha256:abc"}],
             "volumes": [{"name": "scratch"}, {"name": "cfg", "configMap": {"name": "x"}}]}});
         default_pod(&mut pod);
+        assert!(pod["spec"].get("priority").is_none() && pod["spec"].get("tolerations").is_none());
+        admit_pod(&mut pod);
         let s = &pod["spec"];
         assert_eq!(s["restartPolicy"], "Never");
         assert_eq!(s["dnsPolicy"], "ClusterFirst");
@@ -208,6 +238,7 @@ mod tests {
         assert_eq!(s["tolerations"].as_array().map(Vec::len), Some(2));
         let before = pod.clone();
         default_pod(&mut pod);
+        admit_pod(&mut pod);
         assert_eq!(pod, before, "defaulting twice changes nothing");
     }
 
@@ -215,7 +246,7 @@ mod tests {
     fn a_pod_tolerating_everything_gets_no_default_tolerations() {
         let mut pod = json!({"spec": {"containers": [{"name": "a", "image": "x:1"}],
             "tolerations": [{"operator": "Exists"}]}});
-        default_pod(&mut pod);
+        admit_pod(&mut pod);
         assert_eq!(pod["spec"]["tolerations"], json!([{"operator": "Exists"}]));
     }
 

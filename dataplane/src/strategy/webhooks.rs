@@ -3,10 +3,10 @@
 //! (an expression that does not compile is a 422, not a webhook that
 //! fails at every call).
 
-use cel_interpreter::Program;
 use serde_json::Value;
 
 use super::{Context, Defaults, Strategy, defaults};
+use crate::authz::admission::compile_cel;
 use crate::error::{ApiError, Cause, Target};
 use crate::resources::ResourceType;
 
@@ -75,7 +75,7 @@ fn match_condition_causes(object: &Value) -> Vec<Cause> {
             let expression = c["expression"].as_str().unwrap_or_default().trim();
             if expression.is_empty() {
                 causes.push(required(format!("{at}.expression")));
-            } else if let Err(e) = Program::compile(expression) {
+            } else if let Err(e) = compile_cel(expression) {
                 causes.push(Cause {
                     reason: "FieldValueInvalid".into(),
                     message: format!(
@@ -112,6 +112,8 @@ mod tests {
             {"name": "ok", "expression": "object != null"},
             {"name": "bad", "expression": "object.x [] bad expression"},
             {"name": "", "expression": " "},
+            // The parser panics on this one; it is refused all the same.
+            {"name": "upstream-e2e", "expression": "... [] bad expression"},
         ]}]});
         let causes = match_condition_causes(&config);
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
@@ -121,6 +123,7 @@ mod tests {
                 "webhooks[0].matchConditions[1].expression",
                 "webhooks[0].matchConditions[2].expression",
                 "webhooks[0].matchConditions[2].name",
+                "webhooks[0].matchConditions[3].expression",
             ]
         );
         assert!(

@@ -58,30 +58,69 @@ pub fn definitions(registry: &ResourceRegistry) -> Map<String, Value> {
     out
 }
 
-/// A definition in OpenAPI v2's vocabulary: upstream drops what swagger 2.0
-/// cannot say (`nullable`, the junctors) from the v2 document.
-pub fn to_v2(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "nullable" | "anyOf" | "oneOf" | "not"))
-                .map(|(k, v)| {
-                    let v = match (k.as_str(), v) {
-                        ("enum" | "default" | "example" | "required", _)
-                        | ("x-kubernetes-group-version-kind", _) => v.clone(),
-                        // Field names, not keywords: keep every one.
-                        ("properties" | "patternProperties", Value::Object(props)) => {
-                            Value::Object(
-                                props.iter().map(|(n, s)| (n.clone(), to_v2(s))).collect(),
-                            )
-                        }
-                        _ => to_v2(v),
-                    };
-                    (k.clone(), v)
-                })
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(to_v2).collect()),
-        other => other.clone(),
+/// A definition in OpenAPI v2's vocabulary, as upstream's CRD builder
+/// publishes it: a kind whose root keeps unknown fields is just an object
+/// (kubectl would refuse any field not listed), and each schema loses what
+/// swagger 2.0 or kubectl cannot take (`ToStructuralOpenAPIV2`).
+pub fn to_v2(def: &Value) -> Value {
+    if def["x-kubernetes-preserve-unknown-fields"] == true {
+        let mut out = json!({ "type": "object" });
+        if let Some(gvk) = def.get("x-kubernetes-group-version-kind") {
+            out["x-kubernetes-group-version-kind"] = gvk.clone();
+        }
+        return out;
     }
+    schema_v2(def)
+}
+
+/// One schema (and those under it) for v2: no junctors; a nullable value or
+/// one keeping unknown fields loses its properties and items (and then an
+/// object or array its type); nullable properties are not required.
+fn schema_v2(v: &Value) -> Value {
+    let Value::Object(src) = v else {
+        return v.clone();
+    };
+    let mut m = src.clone();
+    for k in ["allOf", "oneOf", "anyOf", "not"] {
+        m.remove(k);
+    }
+    let keeps_unknown = m.get("x-kubernetes-preserve-unknown-fields") == Some(&json!(true));
+    if m.remove("nullable") == Some(json!(true)) {
+        for k in ["type", "items", "properties"] {
+            m.remove(k);
+        }
+    }
+    if keeps_unknown {
+        m.remove("items");
+        m.remove("properties");
+    }
+    let ty = m.get("type").and_then(Value::as_str).unwrap_or_default();
+    if (ty == "array" && !m.contains_key("items")) || (ty == "object" && keeps_unknown) {
+        m.remove("type");
+    }
+    let nullable = |s: &Value| s.get("nullable") == Some(&json!(true));
+    if m.get("additionalProperties").is_some_and(nullable) {
+        m.remove("required");
+    }
+    if let (Some(Value::Object(props)), Some(Value::Array(required))) =
+        (m.get("properties"), m.get("required"))
+    {
+        let kept: Vec<Value> = required
+            .iter()
+            .filter(|r| !r.as_str().and_then(|r| props.get(r)).is_some_and(nullable))
+            .cloned()
+            .collect();
+        m.insert("required".into(), Value::Array(kept));
+    }
+    if let Some(Value::Object(props)) = m.get_mut("properties") {
+        for s in props.values_mut() {
+            *s = schema_v2(s);
+        }
+    }
+    for k in ["items", "additionalProperties"] {
+        if let Some(s) = m.get_mut(k).filter(|s| s.is_object()) {
+            *s = schema_v2(s);
+        }
+    }
+    Value::Object(m)
 }

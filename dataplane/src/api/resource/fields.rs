@@ -6,6 +6,7 @@ use actix_web::http::StatusCode;
 use serde_json::{Value, json};
 
 use super::{Handler, has_sub, keep_status};
+use crate::api::field_validation::{self, Directive};
 use crate::api::managedfields::{self, Writer};
 use crate::api::openapi;
 use crate::api::patch::PatchType;
@@ -119,6 +120,21 @@ impl Handler<'_> {
         let key = self.key()?;
         let mut config = request::decode_yaml(body)
             .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?;
+        let dups = field_validation::yaml_duplicates(body);
+        if !dups.is_empty() {
+            match self.directive {
+                Directive::Strict => {
+                    return Err(ApiError::BadRequest(format!(
+                        "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  {}",
+                        dups.join("\n  ")
+                    )));
+                }
+                Directive::Warn => self.warnings.lock().extend(dups),
+                Directive::Ignore => {}
+            }
+        }
+        // As the configuration came: upstream types it before defaulting.
+        self.check_declared(&config)?;
         self.check_body(&mut config)?;
         match config["metadata"]["name"].as_str() {
             Some(n) if n != key.name => {
@@ -167,6 +183,48 @@ impl Handler<'_> {
             StatusCode::OK
         };
         self.respond(code, &object)
+    }
+
+    /// An applied configuration must name only fields the type declares
+    /// (or keeps unknown), whatever `fieldValidation` says: upstream cannot
+    /// make a typed patch of it and answers a plain 500.
+    fn check_declared(&self, config: &Value) -> Result<(), ApiError> {
+        let rt = self.rt();
+        let undeclared: Vec<String> = match &rt.custom {
+            Some(spec) if spec.schema.is_object() => {
+                let mut pruned = config.clone();
+                let mut removed = Vec::new();
+                crate::resources::schema::prune(&spec.schema, &mut pruned, "", &mut removed);
+                removed
+            }
+            Some(_) => Vec::new(),
+            None => field_validation::check_value(config.clone(), &rt.field_schema())
+                .problems
+                .iter()
+                .filter_map(|p| p.strip_prefix("unknown field \"")?.strip_suffix('"'))
+                .map(str::to_owned)
+                .collect(),
+        };
+        if undeclared.is_empty() {
+            return Ok(());
+        }
+        let errors: Vec<String> = undeclared
+            .iter()
+            .map(|p| format!(".{p}: field not declared in schema"))
+            .collect();
+        let errors = match errors.as_slice() {
+            [one] => one.clone(),
+            many => format!("errors:\n  {}", many.join("\n  ")),
+        };
+        let meta = &config["metadata"];
+        Err(ApiError::Unclassified(format!(
+            "failed to create typed patch object ({}/{}; {}/{}, Kind={}): {errors}",
+            meta["namespace"].as_str().unwrap_or_default(),
+            meta["name"].as_str().unwrap_or_default(),
+            rt.group,
+            rt.version,
+            rt.kind,
+        )))
     }
 
     /// Server-side apply through the status subresource: the manager owns

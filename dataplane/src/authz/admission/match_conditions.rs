@@ -3,7 +3,7 @@
 //! must be true for the webhook to be called, as upstream evaluates them.
 //! The `authorizer` variable is not offered.
 
-use cel_interpreter::{Context, Program, Value as Cel};
+use cel_interpreter::{Context, Value as Cel};
 use serde_json::Value;
 
 use super::webhook::Webhook;
@@ -38,8 +38,8 @@ pub fn matches(webhook: &Webhook, request: &Value) -> Result<bool, String> {
             .and_then(Value::as_str)
             .unwrap_or("");
         let failed = |why: String| format!("failed to evaluate match condition {name:?}: {why}");
-        let program = Program::compile(expression).map_err(|e| failed(e.to_string()))?;
-        match program.execute(&context) {
+        let program = super::compile_cel(expression).map_err(failed)?;
+        match super::execute_cel(&program, &context) {
             Ok(Cel::Bool(true)) => {}
             Ok(Cel::Bool(false)) => return Ok(false),
             Ok(other) => {
@@ -48,7 +48,7 @@ pub fn matches(webhook: &Webhook, request: &Value) -> Result<bool, String> {
                     other.type_of()
                 )));
             }
-            Err(e) => return Err(failed(e.to_string())),
+            Err(e) => return Err(failed(e)),
         }
     }
     Ok(true)

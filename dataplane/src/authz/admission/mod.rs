@@ -45,6 +45,25 @@ pub fn object_name(object: &serde_json::Value) -> &str {
         .unwrap_or("Unknown")
 }
 
+/// Compiles a CEL expression; an expression the parser cannot take is an
+/// error, never a panic (the parser panics on some malformed input, such as
+/// `... []`).
+pub fn compile_cel(expression: &str) -> Result<cel_interpreter::Program, String> {
+    std::panic::catch_unwind(|| cel_interpreter::Program::compile(expression))
+        .map_err(|_| format!("ERROR: <input>: Syntax error: cannot parse {expression:?}"))?
+        .map_err(|e| e.to_string())
+}
+
+/// Runs a compiled CEL program; a panic in the interpreter is an error.
+pub fn execute_cel(
+    program: &cel_interpreter::Program,
+    context: &cel_interpreter::Context<'_>,
+) -> Result<cel_interpreter::Value, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| program.execute(context)))
+        .map_err(|_| "the expression could not be evaluated".to_owned())?
+        .map_err(|e| e.to_string())
+}
+
 /// A JSON value as CEL sees it, as upstream's converter types it: a number
 /// that fits an `int64` is an `int`, never a `uint` (so `x % 2` works).
 pub fn to_cel(v: &serde_json::Value) -> cel_interpreter::Value {

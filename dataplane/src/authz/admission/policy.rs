@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 
-use cel_interpreter::{Context, Program, Value as Cel};
+use cel_interpreter::{Context, Value as Cel};
 use serde_json::{Value, json};
 
 use super::object_name;
@@ -125,9 +125,8 @@ fn context(
 }
 
 fn eval(ctx: &Context<'_>, expression: &str) -> Result<Cel, String> {
-    let program = Program::compile(expression).map_err(|e| format!("compilation failed: {e}"))?;
-    program
-        .execute(ctx)
+    let program = super::compile_cel(expression).map_err(|e| format!("compilation failed: {e}"))?;
+    super::execute_cel(&program, ctx)
         .map_err(|e| format!("expression '{expression}' resulted in error: {e}"))
 }
 

@@ -116,7 +116,8 @@ pub fn usage(group: &str, resource: &str, object: &Value) -> Usage {
             }
             u.insert("pods".into(), one());
             for (k, v) in pod_total(object, container_requests) {
-                if k == "cpu" || k == "memory" {
+                // Upstream also counts these three under their bare names.
+                if matches!(k.as_str(), "cpu" | "memory" | "ephemeral-storage") {
                     u.insert(k.clone(), v);
                 }
                 u.insert(format!("requests.{k}"), v);
