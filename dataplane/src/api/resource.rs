@@ -486,7 +486,10 @@ impl Handler<'_> {
 
     fn filter(&self) -> Result<Filter, ApiError> {
         let rt = self.rt();
-        let selectable = rt.custom.as_ref().map_or(&[][..], |c| c.selectable.as_slice());
+        let selectable = rt
+            .custom
+            .as_ref()
+            .map_or(&[][..], |c| c.selectable.as_slice());
         let mut fields = FieldSelector::parse_with(
             self.params.get("fieldSelector").unwrap_or_default(),
             &rt.group,

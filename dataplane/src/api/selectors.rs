@@ -118,7 +118,12 @@ impl FieldSelector {
 
     /// As [`FieldSelector::parse`], with `extra` fields selectable too (a
     /// custom resource version's `selectableFields`, as `spec.color`).
-    pub fn parse_with(s: &str, group: &str, kind: &str, extra: &[String]) -> Result<Self, ApiError> {
+    pub fn parse_with(
+        s: &str,
+        group: &str,
+        kind: &str,
+        extra: &[String],
+    ) -> Result<Self, ApiError> {
         let mut terms = Vec::new();
         if s.trim().is_empty() {
             return Ok(Self { terms });
@@ -204,7 +209,8 @@ mod tests {
     #[test]
     fn custom_selectable_fields_select() {
         let extra = ["host".to_owned(), "spec.color".to_owned()];
-        let s = FieldSelector::parse_with("host=h1,spec.color!=red", "g", "Widget", &extra).unwrap();
+        let s =
+            FieldSelector::parse_with("host=h1,spec.color!=red", "g", "Widget", &extra).unwrap();
         assert!(s.matches(&json!({"host": "h1", "spec": {"color": "blue"}})));
         assert!(!s.matches(&json!({"host": "h2", "spec": {"color": "blue"}})));
         let e = FieldSelector::parse_with("spec.size=1", "g", "Widget", &extra).unwrap_err();
