@@ -35,6 +35,19 @@ pub fn invalid(
     reason: &str,
     message: String,
 ) -> ApiError {
+    invalid_object(
+        rt,
+        name,
+        vec![Cause {
+            reason: reason.to_owned(),
+            message,
+            field: field.to_owned(),
+        }],
+    )
+}
+
+/// The Invalid error of `rt`'s object `name`, with its causes.
+pub fn invalid_object(rt: &ResourceType, name: &str, causes: Vec<Cause>) -> ApiError {
     ApiError::Invalid {
         target: Target {
             name: name.to_owned(),
@@ -42,11 +55,7 @@ pub fn invalid(
             kind: rt.kind.clone(),
         },
         kind: rt.kind.clone(),
-        causes: vec![Cause {
-            reason: reason.to_owned(),
-            message,
-            field: field.to_owned(),
-        }],
+        causes,
     }
 }
 
@@ -76,15 +85,7 @@ pub fn check_name(rt: &ResourceType, name: &str) -> Result<(), ApiError> {
             field: "metadata.name".into(),
         })
         .collect();
-    Err(ApiError::Invalid {
-        target: Target {
-            name: name.to_owned(),
-            group: rt.group.clone(),
-            kind: rt.kind.clone(),
-        },
-        kind: rt.kind.clone(),
-        causes,
-    })
+    Err(invalid_object(rt, name, causes))
 }
 
 /// RBAC objects are named as path segments (`ValidateRBACName`), so

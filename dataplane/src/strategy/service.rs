@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{Context, Strategy, set_default};
 use crate::api::validation;
-use crate::error::{ApiError, Cause, Target};
+use crate::error::{ApiError, Cause};
 use crate::network::allocator::{AllocError, Session};
 use crate::resources::ResourceType;
 
@@ -57,15 +57,7 @@ fn default_spec(spec: &mut Value) {
 }
 
 fn invalid(rt: &ResourceType, name: &str, causes: Vec<Cause>) -> ApiError {
-    ApiError::Invalid {
-        target: Target {
-            name: name.to_owned(),
-            group: rt.group.clone(),
-            kind: rt.kind.clone(),
-        },
-        kind: rt.kind.clone(),
-        causes,
-    }
+    crate::api::validation::invalid_object(rt, name, causes)
 }
 
 fn cause(reason: &str, field: String, message: String) -> Cause {

@@ -6,8 +6,9 @@
 use serde_json::Value;
 
 use super::{Context, Defaults, Strategy, defaults};
+use crate::api::validation::invalid_object;
 use crate::authz::admission::compile_cel;
-use crate::error::{ApiError, Cause, Target};
+use crate::error::{ApiError, Cause};
 use crate::resources::ResourceType;
 
 /// Validating and mutating webhook configurations.
@@ -43,18 +44,8 @@ fn check(rt: &ResourceType, object: &Value) -> Result<(), ApiError> {
     if causes.is_empty() {
         return Ok(());
     }
-    Err(ApiError::Invalid {
-        target: Target {
-            name: object["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-            group: rt.group.clone(),
-            kind: rt.kind.clone(),
-        },
-        kind: rt.kind.clone(),
-        causes,
-    })
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    Err(invalid_object(rt, name, causes))
 }
 
 /// What is wrong with the webhooks' match conditions, in upstream's order
