@@ -104,10 +104,15 @@ pub struct Column {
     pub priority: u8,
     /// The cell expression.
     pub cell: String,
+    /// Upstream's description of the column, where the printers file has it.
+    pub description: Option<String>,
 }
 
 impl Column {
     fn description(&self) -> String {
+        if let Some(d) = &self.description {
+            return d.clone();
+        }
         match self.cell.as_str() {
             "name" | "defaultClassName" => "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names".into(),
             "age" => "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata".into(),
@@ -137,6 +142,7 @@ fn printers() -> &'static HashMap<String, Vec<Column>> {
                             ty: c[1].as_str()?.to_owned(),
                             priority: c[2].as_u64()? as u8,
                             cell: c[3].as_str()?.to_owned(),
+                            description: c.get(4).and_then(Value::as_str).map(str::to_owned),
                         })
                     })
                     .collect();
@@ -155,6 +161,7 @@ pub fn columns_of(rt: &ResourceType) -> Vec<Column> {
             ty: "string".into(),
             priority: 0,
             cell: "name".into(),
+            description: None,
         }];
         cols.extend(custom.columns.iter().map(|c| Column {
             name: c.name.clone(),
@@ -166,6 +173,7 @@ pub fn columns_of(rt: &ResourceType) -> Vec<Column> {
             } else {
                 c.json_path.clone()
             },
+            description: Some(c.description.clone()),
         }));
         return cols;
     }
@@ -179,12 +187,14 @@ pub fn columns_of(rt: &ResourceType) -> Vec<Column> {
                     ty: "string".into(),
                     priority: 0,
                     cell: "name".into(),
+                    description: None,
                 },
                 Column {
                     name: "Age".into(),
                     ty: "string".into(),
                     priority: 0,
                     cell: "age".into(),
+                    description: None,
                 },
             ]
         })
