@@ -40,6 +40,16 @@ pub fn default_object(kind: &str, object: &mut Value) {
             }
         }
         "NetworkPolicy" => network_policy(object),
+        "ResourceClaim" => {
+            if let Some(spec) = object.get_mut("spec") {
+                device_claim(spec);
+            }
+        }
+        "ResourceClaimTemplate" => {
+            if let Some(spec) = object.pointer_mut("/spec/spec") {
+                device_claim(spec);
+            }
+        }
         // SetDefaults_Namespace: the name label, on every write.
         "Namespace" => {
             let Some(name) = object["metadata"]["name"].as_str().map(str::to_owned) else {
@@ -87,6 +97,28 @@ pub fn default_object(kind: &str, object: &mut Value) {
             }
         }
         _ => {}
+    }
+}
+
+/// resource.k8s.io/v1 `SetDefaults_ExactDeviceRequest` and
+/// `SetDefaults_DeviceSubRequest`: `ExactCount` of one device.
+fn device_claim(spec: &mut Value) {
+    let Some(devices) = spec.get_mut("devices").filter(|d| d.is_object()) else {
+        return;
+    };
+    let exact = |r: &mut Value| {
+        set_default(r, "allocationMode", json!("ExactCount"));
+        if r["allocationMode"] == "ExactCount" {
+            set_default(r, "count", json!(1));
+        }
+    };
+    for request in each(devices, "requests") {
+        if let Some(e) = request.get_mut("exactly").filter(|e| e.is_object()) {
+            exact(e);
+        }
+        for sub in each(request, "firstAvailable") {
+            exact(sub);
+        }
     }
 }
 
@@ -143,6 +175,24 @@ fn network_policy(object: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn device_requests_default_to_one_exact_device() {
+        let mut claim = json!({"spec": {"devices": {"requests": [
+            {"name": "a", "exactly": {"deviceClassName": "gpu"}},
+            {"name": "b", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}},
+            {"name": "c", "firstAvailable": [{"name": "x", "deviceClassName": "gpu", "count": 2}]},
+        ]}}});
+        default_object("ResourceClaim", &mut claim);
+        let r = &claim["spec"]["devices"]["requests"];
+        assert_eq!(r[0]["exactly"]["allocationMode"], "ExactCount");
+        assert_eq!(r[0]["exactly"]["count"], 1);
+        assert!(r[1]["exactly"].get("count").is_none());
+        assert_eq!(r[2]["firstAvailable"][0]["count"], 2);
+        let mut bare = json!({"metadata": {"name": "t"}});
+        default_object("ResourceClaimTemplate", &mut bare);
+        assert_eq!(bare, json!({"metadata": {"name": "t"}}));
+    }
 
     #[test]
     fn replication_controllers_take_their_templates_labels() {

@@ -133,6 +133,16 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
         &Defaults(defaults::default_object),
     ),
     (
+        "resource.k8s.io",
+        "ResourceClaim",
+        &Defaults(defaults::default_object),
+    ),
+    (
+        "resource.k8s.io",
+        "ResourceClaimTemplate",
+        &Defaults(defaults::default_object),
+    ),
+    (
         "scheduling.k8s.io",
         "PriorityClass",
         &Defaults(defaults::default_object),
