@@ -146,6 +146,9 @@ impl Admission<'_> {
             Vec::new()
         };
         if self.is_main() {
+            if op == Operation::Create && self.is("", "pods") {
+                crate::strategy::pods::init_status(&mut object);
+            }
             limitrange::mutate(op, group, resource, &mut object, &limit_ranges);
             if op == Operation::Create && self.is("", "pods") {
                 if !self.from_controller {

@@ -677,34 +677,7 @@ fn set_pod_condition(conds: &mut Vec<Value>, new: Value, now: &str) {
     conds.push(new);
 }
 
-/// Upstream's QoS class from requests and limits.
-pub fn qos_class(p: &Value) -> &'static str {
-    let containers: Vec<&Value> = p["spec"]["containers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .collect();
-    let mut any = false;
-    let mut guaranteed = !containers.is_empty();
-    for c in &containers {
-        let r = &c["resources"];
-        for res in ["cpu", "memory"] {
-            let req = r["requests"].get(res).or(r["limits"].get(res));
-            let lim = r["limits"].get(res);
-            any |= req.is_some() || lim.is_some();
-            if lim.is_none() || req != lim {
-                guaranteed = false;
-            }
-        }
-    }
-    if !any {
-        "BestEffort"
-    } else if guaranteed {
-        "Guaranteed"
-    } else {
-        "Burstable"
-    }
-}
+pub use crate::strategy::pods::qos_class;
 
 impl Reconciler for Kubelet {
     fn reconcile<'a>(&'a self, key: &'a ObjKey) -> BoxFuture<'a, Result<Requeue, ClientError>> {

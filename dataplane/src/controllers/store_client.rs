@@ -104,6 +104,7 @@ impl StoreClient {
             workloads::default_spec(kind.kind, spec);
         }
         if kind.kind == "Pod" {
+            pods::init_status(&mut object);
             pods::default_pod(&mut object);
             pods::admit_pod(&mut object);
         }

@@ -137,6 +137,46 @@ pub fn default_pod(pod: &mut Value) {
     }
 }
 
+/// Upstream's QoS class from requests and limits.
+pub fn qos_class(p: &Value) -> &'static str {
+    let containers: Vec<&Value> = p["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut any = false;
+    let mut guaranteed = !containers.is_empty();
+    for c in &containers {
+        let r = &c["resources"];
+        for res in ["cpu", "memory"] {
+            let req = r["requests"].get(res).or(r["limits"].get(res));
+            let lim = r["limits"].get(res);
+            any |= req.is_some() || lim.is_some();
+            if lim.is_none() || req != lim {
+                guaranteed = false;
+            }
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+/// Upstream's `podStrategy.PrepareForCreate`: a new Pod's status is
+/// `Pending` with its QoS class (computed before LimitRange defaults, as
+/// there). A status already set (by an earlier step of the same create) stays.
+pub fn init_status(pod: &mut Value) {
+    if !pod.is_object() || !pod["status"]["phase"].is_null() {
+        return;
+    }
+    let qos = qos_class(pod);
+    pod["status"] = json!({ "phase": "Pending", "qosClass": qos });
+}
+
 /// `serviceAccount`, the deprecated alias of `serviceAccountName`: read when
 /// the name is not given, and always written as the name (upstream's v1
 /// conversion of a pod spec).
