@@ -32,7 +32,20 @@ struct Message {
 }
 
 /// Upstream's fields without `omitempty`, by definition.
-pub(crate) const ALWAYS_WRITTEN: &str = include_str!("../../../fixtures/k8s/always-written.json");
+const ALWAYS_WRITTEN: &str = include_str!("../../../fixtures/k8s/always-written.json");
+
+/// `fixtures/k8s/always-written.json`: definition → the fields Go always
+/// writes, with the value each takes when unset.
+pub(crate) fn always_written() -> &'static HashMap<String, Vec<(String, Value)>> {
+    static ALWAYS: OnceLock<HashMap<String, Vec<(String, Value)>>> = OnceLock::new();
+    ALWAYS.get_or_init(|| {
+        // Compiled-in data checked by the tests: failure is a build defect.
+        serde_json::from_str::<Value>(ALWAYS_WRITTEN)
+            .ok()
+            .and_then(|v| serde_json::from_value(v["definitions"].clone()).ok())
+            .expect("fixtures/k8s/always-written.json: definition -> [[field, value]]")
+    })
+}
 
 struct Layouts {
     messages: Vec<Message>,
@@ -162,11 +175,7 @@ fn layouts() -> &'static Layouts {
             .enumerate()
             .map(|(i, (n, _))| (n.clone(), i))
             .collect();
-        let always: HashMap<String, Vec<(String, Value)>> =
-            serde_json::from_str::<Value>(ALWAYS_WRITTEN)
-                .ok()
-                .and_then(|v| serde_json::from_value(v["definitions"].clone()).ok())
-                .expect("fixtures/k8s/always-written.json: definition -> [[field, value]]");
+        let always = always_written();
         let messages = fields
             .iter()
             .map(|(name, list)| Message {

@@ -129,7 +129,6 @@ impl GarbageCollector {
                 Some(_) => solid += 1,
             }
         }
-        let deps = self.dependents(&uid);
         if solid > 0 {
             // A solid owner keeps the object; it only leaves the others.
             if dangling.is_empty() && waiting.is_empty() {
@@ -140,7 +139,14 @@ impl GarbageCollector {
                 list.retain(|r| !dangling.contains(&r["uid"]) && !waiting.contains(&r["uid"]));
             }
             self.write(kind, d).await?;
-        } else if !waiting.is_empty() && !deps.is_empty() {
+            return Ok(());
+        }
+        let deps = if waiting.is_empty() {
+            Vec::new()
+        } else {
+            self.dependents(&uid)
+        };
+        if !deps.is_empty() {
             // A dependent that itself waits for its dependents may close a
             // cycle of blocking references: this object stops blocking its
             // owners, so the cycle's foreground deletion can finish.
@@ -155,13 +161,9 @@ impl GarbageCollector {
                         r["blockOwnerDeletion"] = Value::Bool(false);
                     }
                 }
-                match self.rt.client.update(kind, d).await {
-                    Ok(w) => {
-                        self.rt.informer(kind).observe(w.clone());
-                        o = w;
-                    }
-                    Err(ClientError::NotFound(_)) => return Ok(()),
-                    Err(e) => return Err(e),
+                match self.write(kind, d).await? {
+                    Some(w) => o = w,
+                    None => return Ok(()),
                 }
             }
             self.delete(kind, &o, Propagation::Foreground).await?;
@@ -216,13 +218,14 @@ impl GarbageCollector {
         }
     }
 
-    async fn write(&self, kind: Kind, v: Value) -> Result<(), ClientError> {
+    /// Updates `v`; the object written, or `None` when it is gone.
+    async fn write(&self, kind: Kind, v: Value) -> Result<Option<Arc<Value>>, ClientError> {
         match self.rt.client.update(kind, v).await {
             Ok(w) => {
-                self.rt.informer(kind).observe(w);
-                Ok(())
+                self.rt.informer(kind).observe(w.clone());
+                Ok(Some(w))
             }
-            Err(ClientError::NotFound(_)) => Ok(()),
+            Err(ClientError::NotFound(_)) => Ok(None),
             Err(e) => Err(e),
         }
     }

@@ -259,11 +259,7 @@ pub fn compare(old: &Value, new: &Value, schema: Schema) -> Comparison {
 fn go_zero(schema: Schema) -> &'static [(String, Value)] {
     static BY_DEFINITION: OnceLock<HashMap<usize, Vec<(String, Value)>>> = OnceLock::new();
     let table = BY_DEFINITION.get_or_init(|| {
-        let written: HashMap<String, Vec<(String, Value)>> =
-            serde_json::from_str::<Value>(crate::api::wire::ALWAYS_WRITTEN)
-                .ok()
-                .and_then(|v| serde_json::from_value(v["definitions"].clone()).ok())
-                .unwrap_or_default();
+        let written = crate::api::wire::always_written();
         // Keyed by the definition's address: schemas here are references
         // into the one static table of definitions.
         openapi::definitions()

@@ -120,19 +120,15 @@ impl Handler<'_> {
         let key = self.key()?;
         let mut config = request::decode_yaml(body)
             .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?;
-        let dups = field_validation::yaml_duplicates(body);
-        if !dups.is_empty() {
-            match self.directive {
-                Directive::Strict => {
-                    return Err(ApiError::BadRequest(format!(
-                        "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  {}",
-                        dups.join("\n  ")
-                    )));
-                }
-                Directive::Warn => self.warnings.lock().extend(dups),
-                Directive::Ignore => {}
-            }
+        let dups = self.yaml_problems(field_validation::yaml_duplicates(body));
+        if self.directive == Directive::Strict
+            && let Some(refused) = dups.first()
+        {
+            return Err(ApiError::BadRequest(format!(
+                "error strict decoding YAML: error converting YAML to JSON: {refused}"
+            )));
         }
+        self.warnings.lock().extend(dups);
         // As the configuration came: upstream types it before defaulting.
         self.check_declared(&config)?;
         self.check_body(&mut config)?;
