@@ -5,12 +5,14 @@
 //! cargo test --test differential                           # kemu against the goldens (CI)
 //! cargo test --test differential -- --record KUBECONFIG    # upstream's answers into goldens
 //! cargo test --test differential -- --live KUBECONFIG      # kemu against a live upstream
-//!   [--only PREFIX] [--verbose] [--write-known]
+//!   [--only PREFIX] [--verbose] [--write-known] [--dump DIR]
 //! ```
 //!
 //! `--write-known` rewrites `known.yaml` with the differences of this run:
 //! an entry already there keeps its reason, a new one gets the cause
 //! [`cause`] reads from its difference (edit it where that is not right).
+//! `--dump DIR` writes both answers of each differing case into `DIR`
+//! (`FILE__CASE.upstream`, `FILE__CASE.kemu`: the status, then the body).
 //!
 //! # Layout
 //! - `cases/*.yaml`: the corpus, one area a file ([`case`]).
@@ -76,6 +78,8 @@ struct Options {
     only: Option<String>,
     verbose: bool,
     write_known: bool,
+    /// Where to write both answers of every case that differs.
+    dump: Option<PathBuf>,
 }
 
 fn options() -> Result<Options, String> {
@@ -85,6 +89,7 @@ fn options() -> Result<Options, String> {
         only: None,
         verbose: false,
         write_known: false,
+        dump: None,
     };
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
@@ -94,6 +99,7 @@ fn options() -> Result<Options, String> {
             "--only" => opts.only = Some(value()?),
             "--verbose" => opts.verbose = true,
             "--write-known" => opts.write_known = true,
+            "--dump" => opts.dump = Some(PathBuf::from(value()?)),
             // what `cargo test` passes to every test binary
             "--quiet" | "-q" | "--nocapture" | "--color" | "--test-threads" => {}
             other if other.starts_with("--") => return Err(format!("unknown option {other}")),
@@ -272,6 +278,9 @@ async fn compare_all(
             row.cases += 1;
             let diff = difference(case, &a, &b);
             let listed = known.get(&id);
+            if let (Some(dir), Some(_)) = (&opts.dump, &diff) {
+                dump(dir, &id, up, ours)?;
+            }
             match (&diff, listed) {
                 (None, None) => row.identical += 1,
                 (None, Some(k)) if k.sometimes => {
@@ -354,6 +363,23 @@ async fn compare_all(
     let passed = total - failures.len().min(total);
     println!("differential: {passed} passed, {} failed", failures.len());
     Ok(failures.is_empty())
+}
+
+/// Both answers of a differing case, as received, side by side in `dir`.
+fn dump(dir: &Path, id: &str, upstream: &Answer, kemu: &Answer) -> Result<(), String> {
+    let base = dir.join(id.replace('/', "__"));
+    let write = |tail: &str, a: &Answer| {
+        std::fs::create_dir_all(dir)
+            .and_then(|()| {
+                std::fs::write(
+                    base.with_extension(tail),
+                    format!("{}\n{}", a.status, a.body),
+                )
+            })
+            .map_err(|e| format!("{}: {e}", dir.display()))
+    };
+    write("upstream", upstream)?;
+    write("kemu", kemu)
 }
 
 fn read_known() -> Result<BTreeMap<String, Known>, String> {

@@ -10,6 +10,7 @@ pub mod delete;
 pub mod discovery;
 pub mod eviction;
 pub mod field_validation;
+pub mod go_types;
 pub mod health;
 pub mod log;
 pub mod managedfields;

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use crate::api::admission::Admission;
 use crate::api::delete;
 use crate::api::field_validation::{self, Checked, Directive};
+use crate::api::go_types;
 use crate::api::openapi;
 use crate::api::options::{self, OptionsKind};
 use crate::api::patch::{self, PatchType};
@@ -309,6 +310,7 @@ impl Handler<'_> {
             store: self.store.as_ref(),
             network: self.network.as_deref(),
             namespace: self.scope.namespace.as_deref().unwrap_or_default(),
+            user: Some(&self.user),
         }
     }
 
@@ -348,6 +350,13 @@ impl Handler<'_> {
             Cow::Borrowed(_) => Some(object),
             Cow::Owned(o) => Some(Arc::new(o)),
         }
+    }
+
+    /// What upstream's decoder makes of a body: the Go types' omissions, then
+    /// the kind's defaults.
+    fn as_decoded(&self, object: &mut Value) {
+        go_types::strip(&self.rt().definition, object);
+        strategy::defaults(self.rt(), object);
     }
 
     /// Records an Update on `new`, already in its stored form: converting
@@ -725,13 +734,14 @@ impl Handler<'_> {
             self.scope.namespace.as_deref().unwrap_or_default(),
             &name,
         );
-        strategy::prepare_create(&self.strategy(), rt, &name, &mut body)?;
-        let mut named = body.clone();
+        let mut named = body;
         named["metadata"]["name"] = json!(name);
+        // As upstream: the request's manager owns what it sent and what its
+        // decoder defaulted, not what the registry or admission plugins add.
+        self.as_decoded(&mut named);
         custom_strategy::prepare_create(rt, &mut named, self.unknown_fields())?;
-        // As upstream: the request's manager owns what it sent and what
-        // defaulting filled in, not what admission plugins add.
         self.track_stored(None, &mut named);
+        strategy::prepare_create(&self.strategy(), rt, &name, &mut named)?;
         let mut admitted = self.admission("").admit(Admit::Create, named, None).await?;
         admitted["metadata"]["name"] = json!(name);
         let created = self.store.create(&key, admitted)?;
@@ -758,14 +768,15 @@ impl Handler<'_> {
                 m.remove("status");
             }
         }
-        strategy::prepare_update(&self.strategy(), self.rt(), &current, &mut body)?;
+        self.as_decoded(&mut body);
         custom_strategy::prepare_update(self.rt(), &mut body, &current, self.unknown_fields())?;
+        self.track_stored(Some(&current), &mut body);
+        strategy::prepare_update(&self.strategy(), self.rt(), &current, &mut body)?;
         self.check_finalizers(&body, &current)?;
-        let mut body = self
+        let body = self
             .admission("")
             .admit(Admit::Update, body, Some(&current))
             .await?;
-        self.track_stored(Some(&current), &mut body);
         let updated = self.store.update(&key, body, &Preconditions::default())?;
         self.respond(StatusCode::OK, &updated)
     }
@@ -879,6 +890,7 @@ impl Handler<'_> {
                 }
                 *found.borrow_mut() = std::mem::take(&mut checked.problems);
                 let mut next = checked.value;
+                self.as_decoded(&mut next);
                 self.track(Some(current), &mut next);
                 Ok(next)
             })

@@ -6,6 +6,7 @@
 //!
 //! # Layout
 //!
+//! - [`certificates`]: a CertificateSigningRequest carries its requester.
 //! - [`defaults`]: the defaults of kinds with no other behaviour here.
 //! - [`namespace`]: Namespace `spec.finalizers`, written only by `/finalize`.
 //! - [`pods`]: Pod and pod template defaults.
@@ -14,6 +15,7 @@
 //!   `matchConditions` compiled.
 //! - [`workloads`]: the apps/v1 and batch/v1 workloads' defaults.
 
+pub mod certificates;
 pub mod defaults;
 pub mod namespace;
 pub mod pods;
@@ -38,10 +40,17 @@ pub struct Context<'a> {
     /// The request's namespace (`""` for cluster-scoped requests); bodies may
     /// omit it.
     pub namespace: &'a str,
+    /// Who made the request, when a user did.
+    pub user: Option<&'a kemu_shared::UserInfo>,
 }
 
 /// The per-kind hooks; each defaults to doing nothing.
 pub trait Strategy: Sync {
+    /// Upstream's defaulting of the kind, which its decoder applies before
+    /// anything else sees the object (the field manager included). Setting
+    /// only what is unset, it may run again in the hooks below.
+    fn defaults(&self, _rt: &ResourceType, _object: &mut Value) {}
+
     /// Fills in and allocates what the registry owns on create; `name` is the
     /// final name (after `generateName`).
     fn prepare_create(
@@ -81,6 +90,10 @@ pub fn set_default(v: &mut Value, field: &str, value: Value) {
 pub struct Defaults(pub fn(kind: &str, object: &mut Value));
 
 impl Strategy for Defaults {
+    fn defaults(&self, rt: &ResourceType, object: &mut Value) {
+        (self.0)(&rt.kind, object);
+    }
+
     fn prepare_create(
         &self,
         _ctx: &Context<'_>,
@@ -121,6 +134,11 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
         &Defaults(defaults::default_object),
     ),
     ("", "Namespace", &namespace::NamespaceStrategy),
+    (
+        "certificates.k8s.io",
+        "CertificateSigningRequest",
+        &certificates::CsrStrategy,
+    ),
     ("", "PersistentVolume", &Defaults(defaults::default_object)),
     (
         "",
@@ -174,6 +192,13 @@ fn strategy(rt: &ResourceType) -> Option<&'static dyn Strategy> {
         .iter()
         .find(|(g, k, _)| *g == rt.group && *k == rt.kind)
         .map(|(_, _, s)| *s)
+}
+
+/// Applies the kind's defaults to `object`, as upstream's decoder does.
+pub fn defaults(rt: &ResourceType, object: &mut Value) {
+    if let Some(s) = strategy(rt) {
+        s.defaults(rt, object);
+    }
 }
 
 /// Runs the kind's create hook on `object`, named `name`.

@@ -13,6 +13,10 @@ use crate::resources::ResourceType;
 pub struct NamespaceStrategy;
 
 impl Strategy for NamespaceStrategy {
+    fn defaults(&self, rt: &ResourceType, object: &mut Value) {
+        Defaults(defaults::default_object).defaults(rt, object);
+    }
+
     fn prepare_create(
         &self,
         ctx: &Context<'_>,

@@ -256,6 +256,15 @@ fn allocate_node_ports(
 }
 
 impl Strategy for ServiceStrategy {
+    fn defaults(&self, _rt: &ResourceType, object: &mut Value) {
+        if object.is_object() && object["spec"].is_null() {
+            object["spec"] = json!({});
+        }
+        if object["spec"].is_object() {
+            default_spec(&mut object["spec"]);
+        }
+    }
+
     fn prepare_create(
         &self,
         ctx: &Context<'_>,
@@ -436,6 +445,7 @@ mod tests {
             store,
             network: Some(net),
             namespace: "default",
+            user: None,
         };
         // As kubectl create sends it: no namespace in the body.
         if let Some(m) = svc["metadata"].as_object_mut() {
@@ -530,6 +540,7 @@ mod tests {
             store: &store,
             network: Some(&net),
             namespace: "default",
+            user: None,
         };
         let mut new = svc("web", json!({"type": "NodePort", "ports": [{"port": 80}]}));
         ServiceStrategy

@@ -16,6 +16,10 @@ use crate::resources::ResourceType;
 pub struct WebhookConfigurationStrategy;
 
 impl Strategy for WebhookConfigurationStrategy {
+    fn defaults(&self, rt: &ResourceType, object: &mut Value) {
+        Defaults(defaults::default_object).defaults(rt, object);
+    }
+
     fn prepare_create(
         &self,
         ctx: &Context<'_>,

@@ -51,6 +51,33 @@ pub struct Writer<'a> {
     /// The subresource written through (`status`, `scale`), if any: its
     /// managers own only what it shows of the object.
     pub subresource: Option<&'a str>,
+    /// Top-level fields the kind's strategy resets on the main resource
+    /// beyond `status` ([`reset_fields`]): no manager owns them.
+    pub reset: &'static [&'static str],
+}
+
+/// Upstream's `GetResetFields` of a kind's main resource where it names more
+/// than `status`: a CertificateSigningRequest's spec is set by the registry
+/// (the requester) and immutable after.
+pub fn reset_fields(definition: &str) -> &'static [&'static str] {
+    match definition {
+        "io.k8s.api.certificates.v1.CertificateSigningRequest"
+        | "io.k8s.api.certificates.v1beta1.CertificateSigningRequest" => &["spec", "status"],
+        _ => &[],
+    }
+}
+
+/// Removes null members, at any depth: upstream tracks the typed object,
+/// where a null is an unset field.
+fn strip_nulls(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(strip_nulls);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_nulls),
+        _ => {}
+    }
 }
 
 /// One field another manager owns.
@@ -133,6 +160,9 @@ fn tracked(object: &Value, w: &Writer) -> Value {
         if w.status_subresource {
             m.remove("status");
         }
+        for f in w.reset {
+            m.remove(*f);
+        }
         if let Some(meta) = m.get_mut("metadata").and_then(Value::as_object_mut) {
             for f in [
                 "name",
@@ -151,6 +181,7 @@ fn tracked(object: &Value, w: &Writer) -> Value {
             }
         }
     }
+    strip_nulls(&mut v);
     v
 }
 

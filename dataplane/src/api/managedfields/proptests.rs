@@ -17,6 +17,7 @@ fn writer(now: &str) -> Writer<'static> {
         schema: openapi::definitions().get("io.k8s.api.apps.v1.Deployment"),
         status_subresource: true,
         subresource: None,
+        reset: &[],
     }
 }
 

@@ -70,6 +70,13 @@ pub fn shape(schema: Schema, value: &Value) -> Shape {
     let ty = r.get("type").and_then(Value::as_str);
     let shape = if r.get("properties").is_some() {
         Shape::Struct { atomic: atomic_map }
+    } else if ty == Some("object")
+        && r.get("additionalProperties").is_none()
+        && r.get("x-kubernetes-preserve-unknown-fields").is_none()
+    {
+        // No declared shape (a RawExtension): structured-merge-diff's
+        // untyped, one atomic value.
+        Shape::Scalar
     } else if ty == Some("object") || r.get("additionalProperties").is_some() {
         Shape::Map { atomic: atomic_map }
     } else if ty == Some("array") || r.get("items").is_some() {

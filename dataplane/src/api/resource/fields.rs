@@ -72,6 +72,7 @@ impl Handler<'_> {
             schema: openapi::definitions().get(&rt.definition),
             status_subresource: has_sub(rt, "status"),
             subresource: None,
+            reset: managedfields::reset_fields(&rt.definition),
         }
     }
 
@@ -79,6 +80,7 @@ impl Handler<'_> {
     pub(super) fn track_sub(&self, sub: &str, old: &Value, new: &mut Value) {
         let mut w = self.writer();
         w.subresource = Some(sub);
+        w.reset = &[];
         managedfields::track_update(Some(old), new, &w);
     }
 
