@@ -8,6 +8,7 @@ godebug default=go1.24
 
 require (
 	k8s.io/apiextensions-apiserver v0.0.0
+	k8s.io/apimachinery v0.34.4
 	k8s.io/client-go v0.34.4
 	k8s.io/kube-aggregator v0.0.0
 	k8s.io/kubernetes v1.34.4
@@ -142,7 +143,6 @@ require (
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/api v0.34.4 // indirect
-	k8s.io/apimachinery v0.34.4 // indirect
 	k8s.io/apiserver v0.34.4 // indirect
 	k8s.io/cloud-provider v0.34.4 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect

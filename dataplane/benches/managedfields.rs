@@ -35,6 +35,7 @@ fn writer() -> Writer<'static> {
         schema: openapi::definitions().get("io.k8s.api.apps.v1.Deployment"),
         status_subresource: true,
         subresource: None,
+        reset: &[],
     }
 }
 

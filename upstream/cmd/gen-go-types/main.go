@@ -1,16 +1,20 @@
 // Command gen-go-types records, from the Go types kube-apiserver decodes into,
-// what a JSON body loses on its way through them: the `omitempty` fields that
-// are not pointers, which Go's encoder leaves out at their zero value.
+// what a JSON body meets on its way through them: each field's Go type (what
+// the decoder refuses a value for) and whether Go's encoder leaves it out at
+// its zero value (`omitempty` on a field that is not a pointer).
 //
 //	go run ./cmd/gen-go-types > ../fixtures/k8s/go-types.json
 //
 // The output maps each OpenAPI definition name (io.k8s.api.core.v1.Pod) to its
-// JSON fields: [zero, child]. zero says what Go leaves out: "string", "bool",
+// JSON fields: [zero, child, type]. zero says what Go leaves out: "string", "bool",
 // "number", "list" or "map" for an omitempty field of that kind (its zero value
 // or null), "nil" for an omitempty pointer or interface (null only), "" for a
 // field always written. child is the definition of the struct the field holds,
 // after "[]" for each list and "{}" for each map it is held in, unless that
 // struct marshals itself (Time, Quantity, IntOrString, RawExtension), or "".
+// type is the Go type, as the decoder's errors name it, with what it accepts:
+// "int32:int32", "[]v1.Container:slice|v1.Container:struct",
+// "v1.ResourceList:map|resource.Quantity:quantity" (see goType).
 package main
 
 import (
@@ -21,11 +25,14 @@ import (
 	"strings"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/scheme"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 )
 
-type field [2]string
+type field [3]string
 
 var defs = map[string]map[string]field{}
 
@@ -115,7 +122,51 @@ func fields(t reflect.Type, out map[string]field) {
 			c = via + name(s)
 			walk(s)
 		}
-		out[jname] = field{z, c}
+		out[jname] = field{z, c, goType(f.Type)}
+	}
+}
+
+var (
+	quantity    = reflect.TypeOf(resource.Quantity{})
+	intOrString = reflect.TypeOf(intstr.IntOrString{})
+	times       = []reflect.Type{reflect.TypeOf(metav1.Time{}), reflect.TypeOf(metav1.MicroTime{})}
+)
+
+// kind is what the decoder accepts for a type: a reflect kind, or one of the
+// types that decode themselves (quantity, intorstring, time, bytes, any).
+func kind(t reflect.Type) string {
+	switch {
+	case t == quantity:
+		return "quantity"
+	case t == intOrString:
+		return "intorstring"
+	case t == times[0] || t == times[1]:
+		return "time"
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
+		return "bytes"
+	case t.Kind() == reflect.Interface || (t.Kind() == reflect.Struct && marshals(t)):
+		return "any"
+	case t.Kind() == reflect.Array:
+		return "slice"
+	}
+	return t.Kind().String()
+}
+
+// goType is the chain of types a field's value goes through, as the
+// decoder's errors name them, each with its kind ("type:kind", "|" between
+// a list or map and its items): "[]string:slice|string:string".
+func goType(t reflect.Type) string {
+	parts := []string{}
+	for {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		k := kind(t)
+		parts = append(parts, t.String()+":"+k)
+		if k != "slice" && k != "map" {
+			return strings.Join(parts, "|")
+		}
+		t = t.Elem()
 	}
 }
 
