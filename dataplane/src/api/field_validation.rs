@@ -407,20 +407,24 @@ pub fn strict_error(problems: &[String]) -> String {
 /// The 400 a strict create or update answers: `Deployment in version "v1"
 /// cannot be handled as a Deployment: strict decoding error: …`.
 pub fn decode_error(rt: &ResourceType, body: &Value, problems: &[String]) -> ApiError {
+    decode_failure(rt, body, &strict_error(problems))
+}
+
+/// The 400 of a body the decoder refuses: `Deployment in version "v1"
+/// cannot be handled as a Deployment: <why>`.
+pub fn decode_failure(rt: &ResourceType, body: &Value, why: &str) -> ApiError {
     let kind = body["kind"].as_str().filter(|k| !k.is_empty());
     let version = body["apiVersion"]
         .as_str()
         .map(|v| v.rsplit('/').next().unwrap_or(v).to_owned());
     match (kind, version) {
         (Some(kind), Some(version)) => ApiError::BadRequest(format!(
-            "{kind} in version \"{version}\" cannot be handled as a {}: {}",
+            "{kind} in version \"{version}\" cannot be handled as a {}: {why}",
             rt.kind,
-            strict_error(problems)
         )),
         _ => ApiError::BadRequest(format!(
-            "the object provided is unrecognized (must be of type {}): {}",
+            "the object provided is unrecognized (must be of type {}): {why}",
             rt.kind,
-            strict_error(problems)
         )),
     }
 }

@@ -676,6 +676,9 @@ impl Handler<'_> {
     fn check_body(&self, body: &mut Value) -> Result<(), ApiError> {
         let rt = self.rt();
         validation::check_type_meta(rt, body, &rt.kind, &rt.api_version())?;
+        if let Some(why) = go_types::type_error(&rt.definition, body) {
+            return Err(field_validation::decode_failure(rt, body, &why));
+        }
         validation::check_namespace(body, self.scope.namespace.as_deref())?;
         if let Some(ns) = &self.scope.namespace
             && body["metadata"].is_object()
