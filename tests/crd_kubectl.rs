@@ -441,7 +441,11 @@ async fn kube_rs_finalizer_loop_over_a_custom_resource() {
     api.create(&PostParams::default(), &obj).await.unwrap();
 
     let events = api.clone();
+    // The writes below start once the watcher has listed: what it sees
+    // after that is every change, not whatever state its list met.
+    let (listed, synced) = tokio::sync::oneshot::channel();
     let watch = tokio::spawn(async move {
+        let mut listed = Some(listed);
         let mut seen = Vec::new();
         let stream = watcher(
             events,
@@ -462,11 +466,20 @@ async fn kube_rs_finalizer_loop_over_a_custom_resource() {
                     seen.push("deleted");
                     return seen;
                 }
+                watcher::Event::InitDone => {
+                    if let Some(tx) = listed.take() {
+                        let _ = tx.send(());
+                    }
+                }
                 _ => {}
             }
         }
         seen
     });
+    tokio::time::timeout(Duration::from_secs(20), synced)
+        .await
+        .expect("the watcher listed")
+        .unwrap();
 
     // The reconciler's first pass: add the finalizer.
     let patch = json!({ "metadata": { "finalizers": [FINALIZER] } });

@@ -352,6 +352,16 @@ impl Handler<'_> {
         }
     }
 
+    /// Upstream's validation of the kind: a 422 with its causes.
+    fn validate(&self, object: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+        let causes = strategy::validate::validate(self.rt(), object, old);
+        if causes.is_empty() {
+            return Ok(());
+        }
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        Err(validation::invalid_object(self.rt(), name, causes))
+    }
+
     /// What upstream's decoder makes of a body: the Go types' omissions, then
     /// the kind's defaults.
     fn as_decoded(&self, object: &mut Value) {
@@ -745,6 +755,7 @@ impl Handler<'_> {
         custom_strategy::prepare_create(rt, &mut named, self.unknown_fields())?;
         self.track_stored(None, &mut named);
         strategy::prepare_create(&self.strategy(), rt, &name, &mut named)?;
+        self.validate(&named, None)?;
         let mut admitted = self.admission("").admit(Admit::Create, named, None).await?;
         admitted["metadata"]["name"] = json!(name);
         let created = self.store.create(&key, admitted)?;
@@ -775,6 +786,7 @@ impl Handler<'_> {
         custom_strategy::prepare_update(self.rt(), &mut body, &current, self.unknown_fields())?;
         self.track_stored(Some(&current), &mut body);
         strategy::prepare_update(&self.strategy(), self.rt(), &current, &mut body)?;
+        self.validate(&body, Some(&current))?;
         self.check_finalizers(&body, &current)?;
         let body = self
             .admission("")
@@ -802,6 +814,7 @@ impl Handler<'_> {
                     validation::check_name(self.rt(), &key.name)?;
                     strategy::prepare_create(&self.strategy(), self.rt(), &key.name, &mut object)?;
                     custom_strategy::prepare_create(self.rt(), &mut object, UnknownFields::Drop)?;
+                    self.validate(&object, None)?;
                     let object = admission.admit(Admit::Create, object, None).await?;
                     return Ok((StatusCode::CREATED, self.store.create(key, object)?));
                 }
@@ -818,6 +831,7 @@ impl Handler<'_> {
                 &current,
                 UnknownFields::Drop,
             )?;
+            self.validate(&changed, Some(&current))?;
             let changed = admission
                 .admit(Admit::Update, changed, Some(&current))
                 .await?;

@@ -11,6 +11,7 @@
 //! - [`namespace`]: Namespace `spec.finalizers`, written only by `/finalize`.
 //! - [`pods`]: Pod and pod template defaults.
 //! - [`service`]: Service defaults, ClusterIP and NodePort allocation.
+//! - [`validate`]: upstream's validation of every built-in kind.
 //! - [`webhooks`]: admission webhook configurations: defaults, and their
 //!   `matchConditions` compiled.
 //! - [`workloads`]: the apps/v1 and batch/v1 workloads' defaults.
@@ -20,6 +21,7 @@ pub mod defaults;
 pub mod namespace;
 pub mod pods;
 pub mod service;
+pub mod validate;
 pub mod webhooks;
 pub mod workloads;
 
