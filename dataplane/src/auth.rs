@@ -135,9 +135,18 @@ fn identify(req: &ServiceRequest) -> Result<UserInfo, ApiError> {
     {
         let mut groups = peer.groups.clone();
         groups.push(AUTHENTICATED.to_owned());
+        // As upstream's x509 authenticator: the certificate's fingerprint.
+        let digest = ring::digest::digest(&ring::digest::SHA256, &peer.certificate);
+        let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        let extra = [(
+            "authentication.kubernetes.io/credential-id".to_owned(),
+            vec![format!("X509SHA256={hex}")],
+        )]
+        .into();
         return Ok(UserInfo {
             username: user.clone(),
             groups,
+            extra,
             ..UserInfo::default()
         });
     }

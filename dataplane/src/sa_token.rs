@@ -141,6 +141,18 @@ pub fn authenticate(
     token: &str,
     now: DateTime<Utc>,
 ) -> Option<Result<UserInfo, TokenError>> {
+    authenticate_for(record, store, token, now, &api_audiences(record))
+}
+
+/// [`authenticate`] for the audiences a TokenReview asks about: a bound
+/// token must name one of `audiences`.
+pub fn authenticate_for(
+    record: &ClusterRecord,
+    store: &dyn Store,
+    token: &str,
+    now: DateTime<Utc>,
+    audiences: &[String],
+) -> Option<Result<UserInfo, TokenError>> {
     let peeked = kemu_shared::sa_key::peek_claims(token)?;
     let iss = peeked["iss"].as_str()?;
     let ours = issuer(record);
@@ -153,7 +165,7 @@ pub fn authenticate(
     Some(if iss == LEGACY_ISSUER {
         check_legacy(store, &claims, token)
     } else {
-        check_bound(record, store, &claims, now)
+        check_bound(store, &claims, now, audiences)
     })
 }
 
@@ -164,10 +176,10 @@ fn str_claim<'a>(v: &'a Value, what: &'static str) -> Result<&'a str, TokenError
 }
 
 fn check_bound(
-    record: &ClusterRecord,
     store: &dyn Store,
     claims: &Value,
     now: DateTime<Utc>,
+    accepted: &[String],
 ) -> Result<UserInfo, TokenError> {
     let now = now.timestamp();
     let exp = claims["exp"].as_i64().ok_or(TokenError::Malformed("exp"))?;
@@ -188,9 +200,8 @@ fn check_bound(
             .collect(),
         _ => Vec::new(),
     };
-    let accepted = api_audiences(record);
     if !token_auds.iter().any(|a| accepted.contains(a)) {
-        return Err(TokenError::Audience(token_auds, accepted));
+        return Err(TokenError::Audience(token_auds, accepted.to_vec()));
     }
     let k8s = &claims["kubernetes.io"];
     let ns = str_claim(&k8s["namespace"], "namespace")?;

@@ -278,10 +278,11 @@ pub fn aggregated(agg: Aggregated, reg: &ResourceRegistry, groups: &[ApiGroup]) 
                     json!({ "version": v, "resources": resources, "freshness": "Current" })
                 })
                 .collect();
+            // A zero creationTimestamp is left out (`omitzero`).
             let metadata = if g.name.is_empty() {
-                json!({ "creationTimestamp": null })
+                json!({})
             } else {
-                json!({ "name": g.name, "creationTimestamp": null })
+                json!({ "name": g.name })
             };
             json!({ "metadata": metadata, "versions": versions })
         })

@@ -44,6 +44,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/healthz", web::get().to(health::get))
         .route("/livez", web::get().to(health::get))
         .route("/readyz", web::get().to(health::get))
+        .route("/healthz/{check}", web::get().to(health::check))
+        .route("/livez/{check}", web::get().to(health::check))
+        .route("/readyz/{check}", web::get().to(health::check))
         .route(
             "/apis/authentication.k8s.io/v1/selfsubjectreviews",
             web::post().to(whoami::create),

@@ -39,6 +39,8 @@ use crate::strategy;
 
 mod fields;
 
+pub(crate) use fields::manager as field_manager;
+
 /// One variant per operation the generic handler serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Operation {

@@ -1,8 +1,12 @@
 //! `SelfSubjectReview` (`kubectl auth whoami`): who the server thinks the caller is.
 
-use actix_web::{HttpMessage, HttpRequest, HttpResponse};
+use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
+use chrono::SecondsFormat;
 use kemu_shared::UserInfo;
 use serde_json::json;
+
+use crate::api::wire;
+use crate::engine::Engine;
 
 /// POST `/apis/authentication.k8s.io/v1/selfsubjectreviews`.
 pub async fn create(req: HttpRequest) -> HttpResponse {
@@ -18,10 +22,20 @@ pub async fn create(req: HttpRequest) -> HttpResponse {
     if !user.extra.is_empty() {
         info["extra"] = json!(user.extra);
     }
-    HttpResponse::Created().json(json!({
-        "kind": "SelfSubjectReview",
-        "apiVersion": "authentication.k8s.io/v1",
-        "metadata": { "creationTimestamp": null },
-        "status": { "userInfo": info },
-    }))
+    // Upstream stamps the review with the time it answered.
+    let now = req.app_data::<web::Data<Engine>>().map(|e| {
+        e.registry()
+            .clock()
+            .now()
+            .to_rfc3339_opts(SecondsFormat::Secs, true)
+    });
+    wire::respond(
+        HttpResponse::Created(),
+        &json!({
+            "kind": "SelfSubjectReview",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": { "creationTimestamp": now },
+            "status": { "userInfo": info },
+        }),
+    )
 }

@@ -90,10 +90,7 @@ fn respond(kind: &str, body: &Value, authz: &Authorizer, a: &Attributes) -> Valu
     if !d.reason.is_empty() {
         status["reason"] = json!(d.reason);
     }
-    let mut metadata = body.get("metadata").cloned().unwrap_or(json!({}));
-    if metadata.get("creationTimestamp").is_none() {
-        metadata["creationTimestamp"] = Value::Null;
-    }
+    let metadata = body.get("metadata").cloned().unwrap_or(json!({}));
     json!({
         "kind": kind,
         "apiVersion": format!("{GROUP}/v1"),
@@ -259,10 +256,7 @@ pub fn self_subject_rules_review(
     if !rules.evaluation_error.is_empty() {
         status["evaluationError"] = json!(rules.evaluation_error);
     }
-    let mut metadata = body.get("metadata").cloned().unwrap_or(json!({}));
-    if metadata.get("creationTimestamp").is_none() {
-        metadata["creationTimestamp"] = Value::Null;
-    }
+    let metadata = body.get("metadata").cloned().unwrap_or(json!({}));
     Ok(json!({
         "kind": "SelfSubjectRulesReview",
         "apiVersion": format!("{GROUP}/v1"),

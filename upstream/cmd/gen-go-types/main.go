@@ -117,6 +117,10 @@ func fields(t reflect.Type, out map[string]field) {
 		if strings.Contains(","+opts+",", ",omitempty,") {
 			z = zero(f.Type)
 		}
+		// omitzero (Go 1.24) leaves out a zero struct: a zero Time, as null.
+		if z == "" && strings.Contains(","+opts+",", ",omitzero,") {
+			z = "nil"
+		}
 		c := ""
 		if via, s := child(f.Type); s != nil && s.PkgPath() != "" && !marshals(s) {
 			c = via + name(s)

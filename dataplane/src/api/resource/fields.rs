@@ -20,7 +20,7 @@ const MAX_MANAGER: usize = 128;
 /// to its first `/` (as upstream derives it: `kubectl`, `python-requests`),
 /// its unprintable characters dropped, cut at 128 bytes; `unknown` when
 /// that leaves nothing, as upstream's field manager names it.
-pub(super) fn manager(params: &Params, user_agent: &str) -> String {
+pub(crate) fn manager(params: &Params, user_agent: &str) -> String {
     if let Some(m) = params.get("fieldManager").filter(|m| !m.is_empty()) {
         return m.to_owned();
     }
