@@ -216,9 +216,9 @@ fn hpa_scales_a_custom_resource_through_its_scale_subresource() {
     let bad = r#"
 apiVersion: autoscaling/v2
 kind: HorizontalPodAutoscaler
-metadata: {name: config}
+metadata: {name: role}
 spec:
-  scaleTargetRef: {apiVersion: v1, kind: ConfigMap, name: kube-root-ca.crt}
+  scaleTargetRef: {apiVersion: rbac.authorization.k8s.io/v1, kind: Role, name: reader}
   maxReplicas: 3
 ---
 apiVersion: autoscaling/v2
@@ -231,7 +231,7 @@ spec:
     ok(k(&["apply", "-f", &file("bad-hpa.yaml", bad)]));
     for (hpa, message) in [
         (
-            "config",
+            "role",
             "the HPA controller was unable to get the target's current scale: the server could not find the requested resource",
         ),
         (

@@ -355,6 +355,9 @@ fn server_side_apply_and_server_dry_run() {
     let v2 = c.file("v2.yaml", DEPLOY_V2);
     let out = c.ok(&["apply", "--server-side", "-f", &v2]);
     assert!(out.contains("serverside-applied"), "{out}");
+    // Rolled out first: the controllers' status writes would move the
+    // resourceVersion the dry runs must leave alone.
+    c.ok(&["rollout", "status", "deploy/web", "--timeout=60s"]);
     let d = c.json(&["get", "deploy", "web"]);
     assert_eq!(d["spec"]["replicas"], 3);
     let rv = d["metadata"]["resourceVersion"].clone();

@@ -31,7 +31,7 @@ use crate::api::watch::{self, Filter, WatchRequest};
 use crate::api::wire;
 use crate::authz::admission::Operation as Admit;
 use crate::engine::{ClusterContext, Engine};
-use crate::error::ApiError;
+use crate::error::{ApiError, Cause};
 use crate::resources::ResourceType;
 use crate::resources::strategy::{self as custom_strategy, UnknownFields};
 use crate::store::{DryRun, ObjectKey, Preconditions, Snapshot, Store, WatchFrom};
@@ -66,6 +66,9 @@ enum Sub {
     Scale,
     /// A Namespace's `finalize`: PUT only; writes all but `.status`.
     Finalize,
+    /// A CertificateSigningRequest's `approval`: the whole object; writes
+    /// change only `.status.conditions`.
+    Approval,
 }
 
 impl Sub {
@@ -75,6 +78,7 @@ impl Sub {
             Sub::Status => "status",
             Sub::Scale => "scale",
             Sub::Finalize => "finalize",
+            Sub::Approval => "approval",
         }
     }
 }
@@ -119,6 +123,7 @@ fn route(req: &HttpRequest, scope: &Scope, params: &Params) -> Result<Operation,
         None => None,
         Some("status") if has_sub(&scope.rt, "status") => Some(Sub::Status),
         Some("scale") if has_sub(&scope.rt, "scale") => Some(Sub::Scale),
+        Some("approval") if has_sub(&scope.rt, "approval") => Some(Sub::Approval),
         Some("finalize") if has_sub(&scope.rt, "finalize") => {
             if method != "PUT" {
                 return Err(ApiError::MethodNotAllowed);
@@ -360,8 +365,13 @@ impl Handler<'_> {
         if causes.is_empty() {
             return Ok(());
         }
+        Err(self.invalid(object, causes))
+    }
+
+    /// The 422 of `object` with `causes`.
+    fn invalid(&self, object: &Value, causes: Vec<Cause>) -> ApiError {
         let name = object["metadata"]["name"].as_str().unwrap_or_default();
-        Err(validation::invalid_object(self.rt(), name, causes))
+        validation::invalid_object(self.rt(), name, causes)
     }
 
     /// What upstream's decoder makes of a body: the Go types' omissions, then
@@ -981,7 +991,9 @@ impl Handler<'_> {
 
     fn view(&self, sub: Sub, object: &Value) -> Value {
         match sub {
-            Sub::Status | Sub::Finalize => custom_strategy::present(self.rt(), object).into_owned(),
+            Sub::Status | Sub::Finalize | Sub::Approval => {
+                custom_strategy::present(self.rt(), object).into_owned()
+            }
             Sub::Scale => crate::resources::scale::view(self.rt(), object),
         }
     }
@@ -1028,6 +1040,18 @@ impl Handler<'_> {
                 // Upstream's finalize strategy keeps only the old status.
                 next = view.clone();
                 keep_status(current, &mut next);
+            }
+            Sub::Approval => {
+                let now = self.engine.registry().clock().now();
+                let now = now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+                next = strategy::certificates::approval(current, view, &now)
+                    .map_err(|causes| self.invalid(current, causes))?;
+            }
+        }
+        if sub == Sub::Status && self.rt().kind == "CertificateSigningRequest" {
+            let causes = strategy::certificates::status(current, &mut next);
+            if !causes.is_empty() {
+                return Err(self.invalid(current, causes));
             }
         }
         if let Some(rv) = view["metadata"]["resourceVersion"].as_str() {
@@ -1086,7 +1110,7 @@ impl Handler<'_> {
                 let mut view = self.view(sub, current);
                 let rv = view["metadata"]["resourceVersion"].take();
                 let schema = match sub {
-                    Sub::Status | Sub::Finalize => schema,
+                    Sub::Status | Sub::Finalize | Sub::Approval => schema,
                     Sub::Scale => openapi::definitions().get("io.k8s.api.autoscaling.v1.Scale"),
                 };
                 patch::apply(kind, &mut view, &patch, schema)?;

@@ -46,15 +46,22 @@ pub fn invalid(
     )
 }
 
-/// The Invalid error of `rt`'s object `name`, with its causes.
+/// The Invalid error of `rt`'s object `name`, with its causes; the message
+/// names the kind qualified by its group (`Deployment.apps`), as upstream's
+/// `NewInvalid` does.
 pub fn invalid_object(rt: &ResourceType, name: &str, causes: Vec<Cause>) -> ApiError {
+    let qualified = if rt.group.is_empty() {
+        rt.kind.clone()
+    } else {
+        format!("{}.{}", rt.kind, rt.group)
+    };
     ApiError::Invalid {
         target: Target {
             name: name.to_owned(),
             group: rt.group.clone(),
             kind: rt.kind.clone(),
         },
-        kind: rt.kind.clone(),
+        kind: qualified,
         causes,
     }
 }

@@ -44,7 +44,8 @@ pub fn config_map(e: &mut Errors, o: &Value, old: Option<&Value>) {
         size += v.as_str().map_or(0, |s| s.len() / 4 * 3);
     }
     if size > MAX_DATA {
-        e.too_long("", MAX_DATA);
+        // upstream's path is `field.NewPath("")`, printed `[]`
+        e.too_long("[]", MAX_DATA);
     }
     if let Some(old) = old {
         frozen(e, o, old, &["data", "binaryData"]);

@@ -390,6 +390,7 @@ pub fn webhook_configuration(e: &mut Errors, o: &Value, _old: Option<&Value>) {
 /// more.
 pub fn certificate_signing_request(e: &mut Errors, o: &Value, _old: Option<&Value>) {
     let spec = &o["spec"];
+    crate::strategy::certificates::check_request(e, spec);
     e.require_str("spec.signerName", &spec["signerName"], "");
     let exp = &spec["expirationSeconds"];
     if exp.as_i64().is_some_and(|s| s < 600) {
