@@ -19,6 +19,8 @@ pub enum OptionsKind {
     Patch,
     /// DELETE of one object or a collection.
     Delete,
+    /// GET of a collection: a list or a watch.
+    List,
 }
 
 impl OptionsKind {
@@ -28,6 +30,7 @@ impl OptionsKind {
             OptionsKind::Update => "UpdateOptions",
             OptionsKind::Patch => "PatchOptions",
             OptionsKind::Delete => "DeleteOptions",
+            OptionsKind::List => "ListOptions",
         }
     }
 }
@@ -123,5 +126,78 @@ mod tests {
         assert_eq!(err.status()["details"]["group"], "meta.k8s.io");
         assert!(dry_run_query(&Params::parse("dryRun=All").unwrap(), OptionsKind::Patch).unwrap());
         assert!(!dry_run_query(&Params::parse("").unwrap(), OptionsKind::Patch).unwrap());
+    }
+}
+
+/// `resourceVersionMatch` and `sendInitialEvents` of a list or watch, as
+/// upstream's `ValidateListOptions` checks them (WatchList enabled).
+pub fn check_list(params: &Params, watch: bool) -> Result<(), ApiError> {
+    const MATCH: &str = "resourceVersionMatch";
+    let forbidden =
+        |field: &str, why: &str| cause("FieldValueForbidden", field, format!("Forbidden: {why}"));
+    let matching = params.get(MATCH).filter(|m| !m.is_empty());
+    let send = params.get("sendInitialEvents").is_some();
+    let has_continue = params.get("continue").is_some_and(|c| !c.is_empty());
+    let mut causes = Vec::new();
+    if watch {
+        if send && matching != Some("NotOlderThan") {
+            causes.push(forbidden(
+                MATCH,
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if let Some(m) = matching {
+            if !send {
+                causes.push(forbidden(
+                    MATCH,
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                ));
+            }
+            if m != "NotOlderThan" {
+                causes.push(unsupported(MATCH, m, &["NotOlderThan"]));
+            }
+            if has_continue {
+                causes.push(forbidden(
+                    MATCH,
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+        }
+    } else {
+        if let Some(m) = matching {
+            let rv = params.get("resourceVersion").unwrap_or_default();
+            if rv.is_empty() {
+                causes.push(forbidden(
+                    MATCH,
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            if has_continue {
+                causes.push(forbidden(
+                    MATCH,
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+            if m != "Exact" && m != "NotOlderThan" {
+                causes.push(unsupported(MATCH, m, &["Exact", "NotOlderThan", ""]));
+            }
+            if m == "Exact" && rv == "0" {
+                causes.push(forbidden(
+                    MATCH,
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
+        }
+        if send {
+            causes.push(forbidden(
+                "sendInitialEvents",
+                "sendInitialEvents is forbidden for list",
+            ));
+        }
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid(OptionsKind::List, causes))
     }
 }

@@ -238,8 +238,14 @@ pub async fn dispatch(
     let view = matches!(h.output, Output::Table(_) | Output::Metadata(_));
     let answer = match op {
         Operation::Get => h.get(),
-        Operation::List => h.list(),
-        Operation::Watch => h.watch(),
+        Operation::List => {
+            options::check_list(&h.params, false)?;
+            h.list()
+        }
+        Operation::Watch => {
+            options::check_list(&h.params, true)?;
+            h.watch()
+        }
         Operation::Create => h.create(h.decode(ct, &body)?).await,
         Operation::Update => h.update(h.decode(ct, &body)?).await,
         Operation::Patch(kind) => h.patch(kind, &body).await,

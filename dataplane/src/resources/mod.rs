@@ -13,6 +13,7 @@ use std::sync::{Arc, OnceLock};
 
 mod aggregated;
 mod builtin;
+pub mod cel_rules;
 pub mod crd_validation;
 pub mod custom;
 pub mod deletion;

@@ -5,8 +5,8 @@
 //! turns them (`spec.replicas: Invalid value: -1: spec.replicas in body should
 //! be greater than or equal to 0`).
 //!
-//! Not evaluated: `x-kubernetes-validations` (CEL rules) and `format`
-//! beyond the integer widths.
+//! `x-kubernetes-validations` (CEL rules) and list types are
+//! [`super::cel_rules`]'s; not evaluated: `format` beyond the integer widths.
 
 use serde_json::{Map, Value};
 

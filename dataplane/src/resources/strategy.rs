@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use serde_json::{Value, json};
 
 use super::custom::{self, CLEANUP_FINALIZER, CustomSpec};
-use super::{ResourceType, crd_validation, events, schema};
+use super::{ResourceType, cel_rules, crd_validation, events, schema};
 use crate::error::{ApiError, Cause, Target};
 
 /// How unknown fields of a body are treated (`fieldValidation`).
@@ -84,7 +84,7 @@ fn prepare(
     unknown: UnknownFields,
 ) -> Result<(), ApiError> {
     if let Some(spec) = &rt.custom {
-        return prepare_custom(rt, spec, object, unknown);
+        return prepare_custom(rt, spec, object, old, unknown);
     }
     if events::is_events_view(rt) {
         let core = events::to_core(object);
@@ -108,6 +108,7 @@ fn prepare_custom(
     rt: &ResourceType,
     spec: &CustomSpec,
     object: &mut Value,
+    old: Option<&Value>,
     unknown: UnknownFields,
 ) -> Result<(), ApiError> {
     if spec.schema.is_object() {
@@ -128,6 +129,7 @@ fn prepare_custom(
         }
         let mut causes = Vec::new();
         schema::validate(&spec.schema, object, "", &mut causes);
+        cel_rules::validate(&spec.schema, object, old, "", &mut causes);
         if !causes.is_empty() {
             return Err(invalid(rt, object, causes));
         }
