@@ -110,25 +110,6 @@ pub fn dry_run_query(params: &Params, kind: OptionsKind) -> Result<bool, ApiErro
     check_dry_run(&values).map_err(|c| invalid(kind, vec![c]))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bad_dry_run_reads_as_upstream() {
-        let params = Params::parse("dryRun=Some").unwrap();
-        let err = dry_run_query(&params, OptionsKind::Create).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "CreateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: []string{\"Some\"}: supported values: \"All\""
-        );
-        assert_eq!(err.status()["code"], 422);
-        assert_eq!(err.status()["details"]["group"], "meta.k8s.io");
-        assert!(dry_run_query(&Params::parse("dryRun=All").unwrap(), OptionsKind::Patch).unwrap());
-        assert!(!dry_run_query(&Params::parse("").unwrap(), OptionsKind::Patch).unwrap());
-    }
-}
-
 /// `resourceVersionMatch` and `sendInitialEvents` of a list or watch, as
 /// upstream's `ValidateListOptions` checks them (WatchList enabled).
 pub fn check_list(params: &Params, watch: bool) -> Result<(), ApiError> {
@@ -199,5 +180,24 @@ pub fn check_list(params: &Params, watch: bool) -> Result<(), ApiError> {
         Ok(())
     } else {
         Err(invalid(OptionsKind::List, causes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_dry_run_reads_as_upstream() {
+        let params = Params::parse("dryRun=Some").unwrap();
+        let err = dry_run_query(&params, OptionsKind::Create).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "CreateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: []string{\"Some\"}: supported values: \"All\""
+        );
+        assert_eq!(err.status()["code"], 422);
+        assert_eq!(err.status()["details"]["group"], "meta.k8s.io");
+        assert!(dry_run_query(&Params::parse("dryRun=All").unwrap(), OptionsKind::Patch).unwrap());
+        assert!(!dry_run_query(&Params::parse("").unwrap(), OptionsKind::Patch).unwrap());
     }
 }
