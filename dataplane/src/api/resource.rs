@@ -214,6 +214,11 @@ pub async fn dispatch(
         engine: &engine,
         network: engine.network(&cluster.id),
         field_manager: fields::manager(&params, request::header(&req, "user-agent")),
+        now: engine
+            .registry()
+            .clock()
+            .now()
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         user,
         store,
         scope,
@@ -294,6 +299,8 @@ struct Handler<'a> {
     user: kemu_shared::UserInfo,
     /// The field manager writes are recorded as.
     field_manager: String,
+    /// When the request came, RFC 3339 to the second (the cluster's clock).
+    now: String,
     store: Arc<dyn Store>,
     scope: Scope,
     params: Params,
@@ -324,6 +331,7 @@ impl Handler<'_> {
             network: self.network.as_deref(),
             namespace: self.scope.namespace.as_deref().unwrap_or_default(),
             user: Some(&self.user),
+            now: &self.now,
         }
     }
 

@@ -9,6 +9,7 @@
 //! - [`certificates`]: a CertificateSigningRequest carries its requester.
 //! - [`defaults`]: the defaults of kinds with no other behaviour here.
 //! - [`namespace`]: Namespace `spec.finalizers`, written only by `/finalize`.
+//! - [`volumes`]: PersistentVolumes and claims start `Pending`.
 //! - [`pods`]: Pod and pod template defaults.
 //! - [`service`]: Service defaults, ClusterIP and NodePort allocation.
 //! - [`validate`]: upstream's validation of every built-in kind.
@@ -22,6 +23,7 @@ pub mod namespace;
 pub mod pods;
 pub mod service;
 pub mod validate;
+pub mod volumes;
 pub mod webhooks;
 pub mod workloads;
 
@@ -44,6 +46,8 @@ pub struct Context<'a> {
     pub namespace: &'a str,
     /// Who made the request, when a user did.
     pub user: Option<&'a kemu_shared::UserInfo>,
+    /// Now, RFC 3339 to the second, from the cluster's clock.
+    pub now: &'a str,
 }
 
 /// The per-kind hooks; each defaults to doing nothing.
@@ -126,7 +130,7 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
     ("", "PodTemplate", &Defaults(pods::default_object)),
     ("apps", "Deployment", &Defaults(workloads::default_object)),
     ("apps", "StatefulSet", &Defaults(workloads::default_object)),
-    ("apps", "DaemonSet", &Defaults(workloads::default_object)),
+    ("apps", "DaemonSet", &workloads::DaemonSetStrategy),
     ("apps", "ReplicaSet", &Defaults(workloads::default_object)),
     ("batch", "Job", &Defaults(workloads::default_object)),
     ("batch", "CronJob", &Defaults(workloads::default_object)),
@@ -141,12 +145,8 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
         "CertificateSigningRequest",
         &certificates::CsrStrategy,
     ),
-    ("", "PersistentVolume", &Defaults(defaults::default_object)),
-    (
-        "",
-        "PersistentVolumeClaim",
-        &Defaults(defaults::default_object),
-    ),
+    ("", "PersistentVolume", &volumes::VolumeStrategy),
+    ("", "PersistentVolumeClaim", &volumes::VolumeStrategy),
     (
         "networking.k8s.io",
         "NetworkPolicy",

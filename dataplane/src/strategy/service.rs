@@ -446,6 +446,7 @@ mod tests {
             network: Some(net),
             namespace: "default",
             user: None,
+            now: "2026-01-01T00:00:00Z",
         };
         // As kubectl create sends it: no namespace in the body.
         if let Some(m) = svc["metadata"].as_object_mut() {
@@ -541,6 +542,7 @@ mod tests {
             network: Some(&net),
             namespace: "default",
             user: None,
+            now: "2026-01-01T00:00:00Z",
         };
         let mut new = svc("web", json!({"type": "NodePort", "ports": [{"port": 80}]}));
         ServiceStrategy

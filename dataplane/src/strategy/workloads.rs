@@ -12,7 +12,9 @@
 
 use serde_json::{Value, json};
 
-use super::{pods, set_default};
+use super::{Context, Strategy, pods, set_default};
+use crate::error::ApiError;
+use crate::resources::ResourceType;
 
 /// Fills `spec` of an object of `kind` as upstream's defaulting does.
 pub fn default_spec(kind: &str, spec: &mut Value) {
@@ -101,9 +103,103 @@ pub fn default_object(kind: &str, object: &mut Value) {
     }
 }
 
+/// Where a DaemonSet's template generation is written in apps/v1.
+const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+/// DaemonSets: their defaults, and the template generation upstream's
+/// strategy counts (1 at create, one more for each template change).
+#[derive(Debug)]
+pub struct DaemonSetStrategy;
+
+fn template_generation(ds: &Value) -> i64 {
+    ds["metadata"]["annotations"][TEMPLATE_GENERATION]
+        .as_str()
+        .and_then(|g| g.parse().ok())
+        .unwrap_or(0)
+}
+
+fn set_template_generation(ds: &mut Value, generation: i64) {
+    if !ds["metadata"]["annotations"].is_object() {
+        ds["metadata"]["annotations"] = json!({});
+    }
+    ds["metadata"]["annotations"][TEMPLATE_GENERATION] = json!(generation.to_string());
+}
+
+impl Strategy for DaemonSetStrategy {
+    fn defaults(&self, rt: &ResourceType, object: &mut Value) {
+        default_object(&rt.kind, object);
+    }
+
+    fn prepare_create(
+        &self,
+        _ctx: &Context<'_>,
+        rt: &ResourceType,
+        _name: &str,
+        object: &mut Value,
+    ) -> Result<(), ApiError> {
+        default_object(&rt.kind, object);
+        if object["metadata"].is_object() {
+            let generation = template_generation(object).max(1);
+            set_template_generation(object, generation);
+        }
+        Ok(())
+    }
+
+    fn prepare_update(
+        &self,
+        _ctx: &Context<'_>,
+        rt: &ResourceType,
+        old: &Value,
+        new: &mut Value,
+    ) -> Result<(), ApiError> {
+        default_object(&rt.kind, new);
+        if new["metadata"].is_object() {
+            let before = template_generation(old);
+            let changed = new["spec"]["template"] != old["spec"]["template"];
+            set_template_generation(new, before + i64::from(changed));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn daemon_sets_count_their_template_generations() {
+        let store = crate::store::MemoryStore::new(
+            kemu_shared::FakeClock::at_epoch(),
+            crate::store::StoreLimits::default(),
+        );
+        let ctx = Context {
+            store: &store,
+            network: None,
+            namespace: "default",
+            user: None,
+            now: "2026-01-01T00:00:00Z",
+        };
+        let rt = crate::resources::ResourceRegistry::builtin_ref()
+            .lookup("apps", "v1", "daemonsets")
+            .unwrap();
+        let mut ds = json!({"metadata": {"name": "d"}, "spec": {"template": {"spec": {}}}});
+        DaemonSetStrategy
+            .prepare_create(&ctx, &rt, "d", &mut ds)
+            .unwrap();
+        assert_eq!(ds["metadata"]["annotations"][TEMPLATE_GENERATION], "1");
+        let mut same = ds.clone();
+        same["metadata"]["annotations"] = json!({});
+        DaemonSetStrategy
+            .prepare_update(&ctx, &rt, &ds, &mut same)
+            .unwrap();
+        assert_eq!(same["metadata"]["annotations"][TEMPLATE_GENERATION], "1");
+        let mut changed = ds.clone();
+        changed["spec"]["template"]["metadata"] = json!({"labels": {"a": "b"}});
+        DaemonSetStrategy
+            .prepare_update(&ctx, &rt, &ds, &mut changed)
+            .unwrap();
+        assert_eq!(changed["metadata"]["annotations"][TEMPLATE_GENERATION], "2");
+    }
 
     #[test]
     fn workloads_get_upstreams_defaults_and_keep_what_is_set() {
