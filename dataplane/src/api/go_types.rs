@@ -7,7 +7,9 @@
 //!   or null is gone before anything defaults, tracks or stores it:
 //!   `group: ""` in a reference or `finalizers: []` is as if never sent. A
 //!   pointer field keeps its zero value (`replicas: 0`,
-//!   `storageClassName: ""`) and loses only null: [`strip`].
+//!   `storageClassName: ""`) and loses only null: [`strip`];
+//! - a `resource.Quantity` is written back in its canonical form (`0.5` and
+//!   `"0.5"` as `"500m"`, `1.5Gi` as `"1536Mi"`), as its `MarshalJSON` does.
 //!
 //! The fields come from the Go types themselves, recorded in
 //! `fixtures/k8s/go-types.json` by `upstream/cmd/gen-go-types`: definition →
@@ -18,6 +20,8 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use serde_json::Value;
+
+use crate::authz::admission::quantity::Quantity;
 
 const GO_TYPES: &str = include_str!("../../../fixtures/k8s/go-types.json");
 
@@ -61,11 +65,36 @@ pub fn strip(definition: &str, v: &mut Value) {
     };
     m.retain(|k, x| fields.get(k).is_none_or(|[zero, ..]| !omitted(zero, x)));
     for (k, x) in m.iter_mut() {
-        if let Some([_, child, _]) = fields.get(k)
-            && !child.is_empty()
-        {
+        let Some([_, child, chain]) = fields.get(k) else {
+            continue;
+        };
+        if !child.is_empty() {
             held(child, x);
+        } else if chain.ends_with(":quantity") {
+            quantities(chain, x);
         }
+    }
+}
+
+/// Canonical quantities in `v`, whose Go types `chain` ends in a Quantity
+/// (held directly, or in lists and maps).
+fn quantities(chain: &str, v: &mut Value) {
+    let (head, rest) = chain.split_once('|').unwrap_or((chain, ""));
+    match (head.rsplit(':').next(), v) {
+        (Some("slice"), Value::Array(items)) => items.iter_mut().for_each(|x| quantities(rest, x)),
+        (Some("map"), Value::Object(values)) => {
+            values.values_mut().for_each(|x| quantities(rest, x))
+        }
+        (Some("quantity"), q @ (Value::String(_) | Value::Number(_))) => {
+            // Exponent forms keep their own canonical form upstream.
+            let text = q.as_str().map_or_else(|| q.to_string(), str::to_owned);
+            if !text.contains(['e', 'E'])
+                && let Some(parsed) = Quantity::parse(&text)
+            {
+                *q = Value::String(parsed.to_string());
+            }
+        }
+        _ => {}
     }
 }
 
@@ -310,6 +339,17 @@ mod tests {
         assert_eq!(
             pvc,
             json!({"spec": {"storageClassName": "", "accessModes": ["ReadWriteOnce"]}})
+        );
+    }
+
+    #[test]
+    fn quantities_are_written_canonically() {
+        let mut pod = json!({"spec": {"containers": [{"name": "c", "resources": {
+            "limits": {"cpu": 1.5, "memory": "1.5Gi"}, "requests": {"cpu": "0.5", "x": "2e3"}}}]}});
+        strip("io.k8s.api.core.v1.Pod", &mut pod);
+        assert_eq!(
+            pod["spec"]["containers"][0]["resources"],
+            json!({"limits": {"cpu": "1500m", "memory": "1536Mi"}, "requests": {"cpu": "500m", "x": "2e3"}})
         );
     }
 
