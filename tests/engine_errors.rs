@@ -301,4 +301,24 @@ fn expired_continue_tokens_get_410() {
         Value::Null,
     );
     assert_eq!((code, s["reason"].as_str()), (410, Some("Expired")), "{s}");
+    // As upstream: the Status carries a token that goes on from the same key
+    // at the latest resourceVersion, an inconsistent list that sees `later`.
+    let inconsistent = s["metadata"]["continue"].as_str().unwrap().to_owned();
+    let (code, rest) = api.json(
+        "GET",
+        &format!("{CMS}?limit=10&continue={inconsistent}"),
+        Value::Null,
+    );
+    assert_eq!(code, 200, "{rest}");
+    let names: Vec<&str> = rest["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["c2", "c3", "c4", "kube-root-ca.crt", "later"]);
+    assert_ne!(
+        rest["metadata"]["resourceVersion"],
+        page["metadata"]["resourceVersion"]
+    );
 }

@@ -94,6 +94,11 @@ pub enum ApiError {
     /// A resourceVersion or continue token is too old.
     #[error("{0}")]
     Gone(String),
+    /// A continue token is too old: the message, and the token that goes on
+    /// from the same key at the latest resourceVersion (an inconsistent
+    /// list), in the Status's `metadata.continue`.
+    #[error("{0}")]
+    ContinueExpired(String, String),
     /// The request body or object is too large.
     #[error("{0}")]
     TooLarge(String),
@@ -151,7 +156,7 @@ impl ApiError {
             ApiError::MethodNotAllowed => "MethodNotAllowed",
             ApiError::NotAcceptable(_) => "NotAcceptable",
             ApiError::UnsupportedMediaType(_) => "UnsupportedMediaType",
-            ApiError::Gone(_) => "Expired",
+            ApiError::Gone(_) | ApiError::ContinueExpired(..) => "Expired",
             ApiError::TooLarge(_) => "RequestEntityTooLarge",
             ApiError::TooManyRequests(_) => "TooManyRequests",
             ApiError::Internal(_) => "InternalError",
@@ -193,6 +198,9 @@ impl ApiError {
         });
         if !details.is_null() {
             status["details"] = details;
+        }
+        if let ApiError::ContinueExpired(_, token) = self {
+            status["metadata"]["continue"] = json!(token);
         }
         if self.reason().is_empty()
             && let Some(m) = status.as_object_mut()
@@ -245,7 +253,7 @@ impl ResponseError for ApiError {
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::Gone(_) => StatusCode::GONE,
+            ApiError::Gone(_) | ApiError::ContinueExpired(..) => StatusCode::GONE,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) | ApiError::Unclassified(_) => StatusCode::INTERNAL_SERVER_ERROR,

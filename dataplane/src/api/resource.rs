@@ -34,7 +34,7 @@ use crate::engine::{ClusterContext, Engine};
 use crate::error::{ApiError, Cause};
 use crate::resources::ResourceType;
 use crate::resources::strategy::{self as custom_strategy, UnknownFields};
-use crate::store::{DryRun, ObjectKey, Preconditions, Snapshot, Store, WatchFrom};
+use crate::store::{DryRun, ObjectKey, Preconditions, Store, WatchFrom};
 use crate::strategy;
 
 mod fields;
@@ -565,10 +565,22 @@ impl Handler<'_> {
         let (snapshot, after) = match self.params.get("continue") {
             Some(token) => {
                 let c = decode_continue(token)?;
-                (
-                    self.store.snapshot_at(&resource, c.rv)?,
-                    Some((c.ns, c.name)),
-                )
+                // resourceVersion 0: the inconsistent continuation of a
+                // token that expired, from the same key at the latest.
+                let snapshot = if c.rv == 0 {
+                    self.store.snapshot(&resource)
+                } else {
+                    self.store
+                        .snapshot_at(&resource, c.rv)
+                        .map_err(|e| match e {
+                            ApiError::Gone(message) => ApiError::ContinueExpired(
+                                message,
+                                encode_continue(0, &c.ns, &c.name),
+                            ),
+                            other => other,
+                        })?
+                };
+                (snapshot, Some((c.ns, c.name)))
             }
             None => (self.store.snapshot(&resource), None),
         };
@@ -591,7 +603,7 @@ impl Handler<'_> {
         if remaining > 0
             && let Some((ns, name)) = last
         {
-            meta["continue"] = json!(encode_continue(&snapshot, ns, name));
+            meta["continue"] = json!(encode_continue(snapshot.rv, ns, name));
             if filter.labels.is_empty() && filter.fields.is_empty() {
                 meta["remainingItemCount"] = json!(remaining);
             }
@@ -1191,10 +1203,10 @@ fn keep_status(current: &Value, next: &mut Value) {
     }
 }
 
-fn encode_continue(snapshot: &Snapshot, ns: &str, name: &str) -> String {
+fn encode_continue(rv: u64, ns: &str, name: &str) -> String {
     let c = Continue {
         v: "meta.k8s.io/v1".into(),
-        rv: snapshot.rv,
+        rv,
         ns: ns.to_owned(),
         name: name.to_owned(),
     };
