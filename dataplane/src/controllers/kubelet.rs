@@ -15,6 +15,11 @@
 //! | `kemu.dev/exit-after: "30s"` | containers exit after running this long (code 0 unless `exit-code` says otherwise): "complete after N seconds" |
 //! | `kemu.dev/ready: "never"` | containers run but never become Ready |
 //!
+//! An image whose tag is `nonexistent`, `non-existent` or `404` (the images
+//! upstream's e2e suite uses for a pull that fails) is never pulled: its
+//! container waits in `ImagePullBackOff`, unready, and the Pod stays
+//! `Pending` unless another container runs.
+//!
 //! Without annotations, a Pod whose `restartPolicy` is `Never` or `OnFailure`
 //! (every Job's Pods) completes at once with code 0; other Pods keep running.
 //!
@@ -49,6 +54,19 @@ pub const READY: &str = "kemu.dev/ready";
 const COMPONENT: &str = "kubelet";
 const BACKOFF_START: i64 = 10;
 const BACKOFF_MAX: i64 = 300;
+
+/// Image tags that never pull.
+const UNPULLABLE_TAGS: [&str; 3] = ["nonexistent", "non-existent", "404"];
+
+/// Whether `image` is one the simulated registry does not have.
+fn unpullable(image: &str) -> bool {
+    if image.contains('@') {
+        return false; // a digest names content, not a tag
+    }
+    let name = image.rsplit('/').next().unwrap_or(image);
+    name.split_once(':')
+        .is_some_and(|(_, tag)| UNPULLABLE_TAGS.contains(&tag))
+}
 
 /// How the simulated kubelet paces Pods.
 #[derive(Debug, Clone, Copy)]
@@ -308,6 +326,21 @@ impl Kubelet {
             return Ok(Requeue::After(super::runtime::RESYNC));
         };
         let now = self.rt.clock.now();
+        if pod["status"]["startTime"].is_null() && self.host_ports_taken(&pod, &node_name) {
+            // The kubelet's admission: the Pod is refused, never started.
+            let mut new = (*pod).clone();
+            new["status"]["phase"] = json!("Failed");
+            new["status"]["reason"] = json!("NodePorts");
+            new["status"]["message"] = json!(
+                "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+            );
+            let written = self.rt.client.update_status(kinds::POD, new).await?;
+            self.rt.informer(kinds::POD).observe(written.clone());
+            let msg = "Predicate NodePorts failed".to_owned();
+            self.event(&node_name, &written, EventKind::Warning, "NodePorts", msg)
+                .await;
+            return Ok(Requeue::No);
+        }
         let start_time = obj::time_at(&pod, &["status", "startTime"]).unwrap_or(now);
         let delay = chrono::Duration::from_std(self.config.start_delay).unwrap_or_default();
         let first_run = start_time + delay;
@@ -330,6 +363,7 @@ impl Kubelet {
         let mut statuses = Vec::new();
         let mut phase = "Running";
         let mut exit_codes = Vec::new();
+        let mut waiting_on_pull = 0;
         if !running_now {
             wake = Some(first_run);
         }
@@ -366,6 +400,17 @@ impl Kubelet {
                 cs["state"] = json!({"waiting": {"reason": "ContainerCreating"}});
                 all_ready = false;
                 unready.push(name);
+                statuses.push(cs);
+                continue;
+            }
+            if unpullable(&image) {
+                cs["state"] = json!({"waiting": {
+                    "reason": "ImagePullBackOff",
+                    "message": format!("Back-off pulling image \"{image}\""),
+                }});
+                all_ready = false;
+                unready.push(name);
+                waiting_on_pull += 1;
                 statuses.push(cs);
                 continue;
             }
@@ -433,7 +478,7 @@ impl Kubelet {
                 "Failed"
             };
         }
-        if !running_now {
+        if !running_now || (!containers.is_empty() && waiting_on_pull == containers.len()) {
             phase = "Pending";
         }
         let ts = obj::fmt_time(now);
@@ -537,6 +582,28 @@ impl Kubelet {
         })
     }
 
+    /// Whether a host port `pod` asks for is held by a Pod this kubelet
+    /// already admitted on `node` (one that has started and is not done).
+    fn host_ports_taken(&self, pod: &Value, node: &str) -> bool {
+        let wanted = host_ports(pod);
+        if wanted.is_empty() {
+            return false;
+        }
+        self.rt.informer(kinds::POD).list().iter().any(|other| {
+            other["spec"]["nodeName"] == node
+                && obj::uid(other) != obj::uid(pod)
+                && !other["status"]["startTime"].is_null()
+                && obj::pod_active(other)
+                && host_ports(other).iter().any(|(ip, proto, port)| {
+                    wanted.iter().any(|(wip, wproto, wport)| {
+                        port == wport
+                            && proto == wproto
+                            && (ip == wip || ip == "0.0.0.0" || wip == "0.0.0.0")
+                    })
+                })
+        })
+    }
+
     async fn emit_events(&self, node: &str, pod: &Value, old: &[Value], new: &[Value]) {
         for cs in new {
             let name = cs["name"].as_str().unwrap_or("");
@@ -623,6 +690,27 @@ impl Kubelet {
 
 /// Ephemeral containers (`kubectl debug`) run from when the kubelet first
 /// sees them, never ready, never restarted.
+/// The host ports a Pod's containers ask for: (host IP, protocol, port).
+fn host_ports(pod: &Value) -> Vec<(String, String, i64)> {
+    let mut out = Vec::new();
+    for list in ["initContainers", "containers"] {
+        for c in pod["spec"][list].as_array().into_iter().flatten() {
+            for p in c["ports"].as_array().into_iter().flatten() {
+                let Some(port) = p["hostPort"].as_i64().filter(|h| *h > 0) else {
+                    continue;
+                };
+                let ip = p["hostIP"]
+                    .as_str()
+                    .filter(|i| !i.is_empty())
+                    .unwrap_or("0.0.0.0");
+                let proto = p["protocol"].as_str().unwrap_or("TCP");
+                out.push((ip.to_owned(), proto.to_owned(), port));
+            }
+        }
+    }
+    out
+}
+
 fn ephemeral_statuses(pod: &Value, now: DateTime<Utc>) -> Vec<Value> {
     let old = pod["status"]["ephemeralContainerStatuses"]
         .as_array()
@@ -688,6 +776,25 @@ impl Reconciler for Kubelet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn images_of_the_e2e_suites_missing_tags_never_pull() {
+        for image in [
+            "foo:non-existent",
+            "webserver:404",
+            "gcr.io/x/redis:nonexistent",
+        ] {
+            assert!(unpullable(image), "{image}");
+        }
+        for image in [
+            "nginx",
+            "nginx:1.27",
+            "registry:5000/app:1",
+            "app@sha256:404",
+        ] {
+            assert!(!unpullable(image), "{image}");
+        }
+    }
 
     #[test]
     fn crash_loop_backs_off() {

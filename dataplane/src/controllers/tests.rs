@@ -651,6 +651,38 @@ async fn crash_looping_pod_backs_off() {
     assert_eq!(c.events("Started").len(), 2);
 }
 
+#[tokio::test]
+async fn a_host_port_held_on_the_node_gets_a_pod_rejected() {
+    let c = Cluster::new(Duration::ZERO).await;
+    c.node("node-a", "8", json!({}), json!([])).await;
+    let pod = |name: &str| {
+        json!({"metadata": {"name": name, "namespace": "default"},
+               "spec": {"nodeName": "node-a", "containers": [{"name": "c", "image": "x",
+                   "ports": [{"containerPort": 8080, "hostPort": 21017, "protocol": "TCP"}]}]}})
+    };
+    c.create(kinds::POD, pod("first")).await;
+    assert_eq!(
+        obj::pod_phase(&c.get(kinds::POD, "default", "first").await),
+        "Running"
+    );
+    c.create(kinds::POD, pod("second")).await;
+    let second = c.get(kinds::POD, "default", "second").await;
+    assert_eq!(obj::pod_phase(&second), "Failed");
+    assert_eq!(second["status"]["reason"], "NodePorts");
+    assert!(second["status"]["startTime"].is_null());
+    // Once the port is free, a new Pod asking for it runs.
+    c.client
+        .delete(kinds::POD, "default", "first", DeleteOptions::default())
+        .await
+        .unwrap();
+    c.settle().await;
+    c.create(kinds::POD, pod("third")).await;
+    assert_eq!(
+        obj::pod_phase(&c.get(kinds::POD, "default", "third").await),
+        "Running"
+    );
+}
+
 fn storage_class(name: &str, default: bool, mode: &str) -> Value {
     json!({"metadata": {"name": name, "annotations": {
             "storageclass.kubernetes.io/is-default-class": if default { "true" } else { "false" }}},
