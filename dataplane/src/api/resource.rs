@@ -792,6 +792,9 @@ impl Handler<'_> {
         self.as_decoded(&mut named);
         custom_strategy::prepare_create(rt, &mut named, self.unknown_fields())?;
         self.track_stored(None, &mut named);
+        // The uid is the registry's, chosen before the strategy (a Job's
+        // selector is made of it); whatever the body said is dropped.
+        named["metadata"]["uid"] = json!(uuid::Uuid::new_v4().to_string());
         strategy::prepare_create(&self.strategy(), rt, &name, &mut named)?;
         self.validate(&named, None)?;
         let mut admitted = self.admission("").admit(Admit::Create, named, None).await?;
@@ -850,6 +853,7 @@ impl Handler<'_> {
                     let mut object = object.clone();
                     self.check_body(&mut object)?;
                     validation::check_name(self.rt(), &key.name)?;
+                    object["metadata"]["uid"] = json!(uuid::Uuid::new_v4().to_string());
                     strategy::prepare_create(&self.strategy(), self.rt(), &key.name, &mut object)?;
                     custom_strategy::prepare_create(self.rt(), &mut object, UnknownFields::Drop)?;
                     self.validate(&object, None)?;

@@ -103,6 +103,10 @@ impl StoreClient {
         if let Some(spec) = object.get_mut("spec") {
             workloads::default_spec(kind.kind, spec);
         }
+        if kind.kind == "Job" && !meta_str(&object, "name").is_empty() {
+            object["metadata"]["uid"] = json!(uuid::Uuid::new_v4().to_string());
+            workloads::generate_job_selector(&mut object);
+        }
         if kind.kind == "Pod" {
             pods::init_status(&mut object);
             pods::default_pod(&mut object);

@@ -753,7 +753,15 @@ impl Store for MemoryStore {
         } else {
             meta.insert("namespace".into(), json!(key.namespace));
         }
-        meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+        // A uid the API handler or a controller chose before its strategy
+        // needed it (a Job's generated selector) is kept.
+        if meta
+            .get("uid")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+        }
         meta.insert("creationTimestamp".into(), json!(now));
         meta.remove("resourceVersion");
         meta.remove("deletionTimestamp");

@@ -132,7 +132,7 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
     ("apps", "StatefulSet", &Defaults(workloads::default_object)),
     ("apps", "DaemonSet", &workloads::DaemonSetStrategy),
     ("apps", "ReplicaSet", &Defaults(workloads::default_object)),
-    ("batch", "Job", &Defaults(workloads::default_object)),
+    ("batch", "Job", &workloads::JobStrategy),
     ("batch", "CronJob", &Defaults(workloads::default_object)),
     (
         "",

@@ -78,6 +78,7 @@ pub fn default_spec(kind: &str, spec: &mut Value) {
                 "Failed"
             };
             set_default(spec, "podReplacementPolicy", json!(replacement));
+            set_default(spec, "manualSelector", json!(false));
         }
         "CronJob" => {
             set_default(spec, "concurrencyPolicy", json!("Allow"));
@@ -100,6 +101,78 @@ pub fn default_spec(kind: &str, spec: &mut Value) {
 pub fn default_object(kind: &str, object: &mut Value) {
     if let Some(spec) = object.get_mut("spec") {
         default_spec(kind, spec);
+    }
+}
+
+/// Jobs: their defaults, and unless `manualSelector` says otherwise, the
+/// selector upstream's strategy generates from the Job's uid, with the
+/// labels its Pods carry on the template.
+#[derive(Debug)]
+pub struct JobStrategy;
+
+/// A Job's generated selector and template labels (`generateSelector`):
+/// needs its final name and uid.
+pub fn generate_job_selector(job: &mut Value) {
+    if job["spec"]["manualSelector"] == json!(true) || !job["spec"].is_object() {
+        return;
+    }
+    let name = job["metadata"]["name"].clone();
+    let uid = job["metadata"]["uid"].clone();
+    let labels = &mut job["spec"]["template"]["metadata"]["labels"];
+    if !labels.is_object() {
+        *labels = json!({});
+    }
+    for (k, v) in [
+        ("job-name", &name),
+        ("batch.kubernetes.io/job-name", &name),
+        ("controller-uid", &uid),
+        ("batch.kubernetes.io/controller-uid", &uid),
+    ] {
+        if labels.get(k).is_none() {
+            labels[k] = v.clone();
+        }
+    }
+    let selector = &mut job["spec"]["selector"];
+    if !selector.is_object() {
+        *selector = json!({});
+    }
+    if !selector["matchLabels"].is_object() {
+        selector["matchLabels"] = json!({});
+    }
+    if selector["matchLabels"]
+        .get("batch.kubernetes.io/controller-uid")
+        .is_none()
+    {
+        selector["matchLabels"]["batch.kubernetes.io/controller-uid"] = uid;
+    }
+}
+
+impl Strategy for JobStrategy {
+    fn defaults(&self, rt: &ResourceType, object: &mut Value) {
+        default_object(&rt.kind, object);
+    }
+
+    fn prepare_create(
+        &self,
+        _ctx: &Context<'_>,
+        rt: &ResourceType,
+        _name: &str,
+        object: &mut Value,
+    ) -> Result<(), ApiError> {
+        default_object(&rt.kind, object);
+        generate_job_selector(object);
+        Ok(())
+    }
+
+    fn prepare_update(
+        &self,
+        _ctx: &Context<'_>,
+        rt: &ResourceType,
+        _old: &Value,
+        new: &mut Value,
+    ) -> Result<(), ApiError> {
+        default_object(&rt.kind, new);
+        Ok(())
     }
 }
 
@@ -165,6 +238,27 @@ impl Strategy for DaemonSetStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jobs_get_a_selector_of_their_uid() {
+        let mut job = json!({"metadata": {"name": "pi", "uid": "u-1"},
+            "spec": {"manualSelector": false, "template": {"spec": {}}}});
+        generate_job_selector(&mut job);
+        assert_eq!(
+            job["spec"]["selector"],
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}})
+        );
+        assert_eq!(
+            job["spec"]["template"]["metadata"]["labels"],
+            json!({"job-name": "pi", "batch.kubernetes.io/job-name": "pi",
+                "controller-uid": "u-1", "batch.kubernetes.io/controller-uid": "u-1"})
+        );
+        let mut manual = json!({"metadata": {"name": "m", "uid": "u-2"},
+            "spec": {"manualSelector": true, "selector": {"matchLabels": {"a": "b"}}}});
+        let before = manual.clone();
+        generate_job_selector(&mut manual);
+        assert_eq!(manual, before);
+    }
 
     #[test]
     fn daemon_sets_count_their_template_generations() {
@@ -242,7 +336,7 @@ mod tests {
             one,
             json!({ "completions": 1, "parallelism": 1, "backoffLimit": 6,
                 "completionMode": "NonIndexed", "suspend": false,
-                "podReplacementPolicy": "TerminatingOrFailed" })
+                "podReplacementPolicy": "TerminatingOrFailed", "manualSelector": false })
         );
         let mut cj = json!({ "schedule": "* * * * *" });
         default_spec("CronJob", &mut cj);
