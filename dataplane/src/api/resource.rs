@@ -377,6 +377,8 @@ impl Handler<'_> {
     fn validate(&self, object: &Value, old: Option<&Value>) -> Result<(), ApiError> {
         let causes = strategy::validate::validate(self.rt(), object, old);
         if causes.is_empty() {
+            let warnings = strategy::validate::warnings(self.rt(), object);
+            self.warnings.lock().extend(warnings);
             return Ok(());
         }
         Err(self.invalid(object, causes))

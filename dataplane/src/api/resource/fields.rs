@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::{Handler, has_sub, keep_status};
 use crate::api::field_validation::{self, Directive};
+use crate::api::go_types;
 use crate::api::managedfields::{self, Writer};
 use crate::api::openapi;
 use crate::api::patch::PatchType;
@@ -149,6 +150,7 @@ impl Handler<'_> {
         let status_sub = has_sub(self.rt(), "status");
         let pinned = config["metadata"]["resourceVersion"].clone();
         let mut created = managedfields::apply(None, &config, &w, force)?;
+        go_types::strip(&self.rt().definition, &mut created);
         if status_sub
             && self.rt().kind != "Namespace"
             && let Some(m) = created.as_object_mut()
@@ -158,6 +160,8 @@ impl Handler<'_> {
         let (code, object) = self
             .modify(&key, "", Some(&created), |current| {
                 let mut next = managedfields::apply(Some(current), &config, &w, force)?;
+                // The merged object goes through the Go types as any body.
+                go_types::strip(&self.rt().definition, &mut next);
                 if status_sub {
                     keep_status(current, &mut next);
                 }

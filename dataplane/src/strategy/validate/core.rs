@@ -139,6 +139,33 @@ pub fn service(e: &mut Errors, o: &Value, _old: Option<&Value>) {
     }
 }
 
+/// What upstream warns of in a Service: settings a headless Service ignores.
+pub fn service_warnings(o: &Value) -> Vec<String> {
+    let spec = &o["spec"];
+    let mut w = Vec::new();
+    if spec["clusterIP"] == "None" {
+        if spec["loadBalancerIP"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty())
+        {
+            w.push("spec.loadBalancerIP is ignored for headless services".to_owned());
+        }
+        if spec["externalIPs"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty())
+        {
+            w.push("spec.externalIPs is ignored for headless services".to_owned());
+        }
+        if spec["sessionAffinity"]
+            .as_str()
+            .is_some_and(|a| a != "None")
+        {
+            w.push("spec.SessionAffinity is ignored for headless services".to_owned());
+        }
+    }
+    w
+}
+
 /// Endpoints: addresses that are IPs.
 pub fn endpoints(e: &mut Errors, o: &Value, _old: Option<&Value>) {
     for (i, subset) in o["subsets"].as_array().into_iter().flatten().enumerate() {

@@ -68,6 +68,8 @@ static CHECKS: &[(&str, &str, Check)] = &[
     ("networking.k8s.io", "Ingress", others::ingress),
     ("networking.k8s.io", "IngressClass", others::ingress_class),
     ("networking.k8s.io", "NetworkPolicy", others::network_policy),
+    ("networking.k8s.io", "IPAddress", others::ip_address),
+    ("networking.k8s.io", "ServiceCIDR", others::service_cidr),
     ("rbac.authorization.k8s.io", "Role", others::role),
     (
         "rbac.authorization.k8s.io",
@@ -138,6 +140,15 @@ static CHECKS: &[(&str, &str, Check)] = &[
     ),
     ("resource.k8s.io", "ResourceSlice", others::resource_slice),
 ];
+
+/// The warnings upstream's strategies give for a valid `object` of `rt`
+/// (`WarningsOnCreate`, `WarningsOnUpdate`).
+pub fn warnings(rt: &ResourceType, object: &Value) -> Vec<String> {
+    match (rt.group.as_str(), rt.kind.as_str()) {
+        ("", "Service") => core::service_warnings(object),
+        _ => Vec::new(),
+    }
+}
 
 /// What is wrong with `object` of `rt` (replacing `old` on update), in
 /// upstream's order: its metadata, then its kind's rules.

@@ -422,6 +422,68 @@ pub fn priority_level_configuration(e: &mut Errors, o: &Value, _old: Option<&Val
     }
 }
 
+/// `IsValidIP`'s problem with `s`, if any.
+fn ip_problem(s: &str) -> Option<&'static str> {
+    if s.parse::<std::net::IpAddr>().is_ok() {
+        return None;
+    }
+    let unpadded: Vec<String> = s
+        .split('.')
+        .map(|p| {
+            let t = p.trim_start_matches('0');
+            if t.is_empty() {
+                "0".to_owned()
+            } else {
+                t.to_owned()
+            }
+        })
+        .collect();
+    if s.contains('.') && unpadded.join(".").parse::<std::net::Ipv4Addr>().is_ok() {
+        return Some("must not have leading 0s");
+    }
+    Some("must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)")
+}
+
+/// IPAddresses: named by the address they hold.
+pub fn ip_address(e: &mut Errors, o: &Value, _old: Option<&Value>) {
+    let name = &o["metadata"]["name"];
+    if let Some(problem) = name.as_str().and_then(ip_problem) {
+        e.invalid("metadata.name", name, problem);
+    }
+}
+
+/// ServiceCIDRs: one or two valid CIDRs.
+pub fn service_cidr(e: &mut Errors, o: &Value, _old: Option<&Value>) {
+    let cidrs = o["spec"]["cidrs"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if cidrs.is_empty() {
+        e.required("spec.cidrs", "at least one CIDR required");
+        return;
+    }
+    for (i, c) in cidrs.iter().enumerate() {
+        let valid = c
+            .as_str()
+            .and_then(|s| s.split_once('/'))
+            .is_some_and(|(ip, bits)| {
+                let max = match ip.parse::<std::net::IpAddr>() {
+                    Ok(std::net::IpAddr::V4(_)) => 32,
+                    Ok(std::net::IpAddr::V6(_)) => 128,
+                    Err(_) => return false,
+                };
+                bits.parse::<u8>().is_ok_and(|b| b <= max)
+            });
+        if !valid {
+            e.invalid(
+                &format!("spec.cidrs[{i}]"),
+                c,
+                "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
+            );
+        }
+    }
+}
+
 /// ResourceClaims: each exact request names its device class.
 pub fn resource_claim(e: &mut Errors, o: &Value, old: Option<&Value>) {
     device_requests(
