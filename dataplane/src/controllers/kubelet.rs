@@ -20,8 +20,13 @@
 //! container waits in `ImagePullBackOff`, unready, and the Pod stays
 //! `Pending` unless another container runs.
 //!
-//! Without annotations, a Pod whose `restartPolicy` is `Never` or `OnFailure`
-//! (every Job's Pods) completes at once with code 0; other Pods keep running.
+//! Without annotations, the first container's command tells how long it runs
+//! when it is one kemu can read: `sleep N` runs N seconds of clock and exits
+//! 0, `exit N` (or `true`, `false`) exits at once, `sh -c` scripts of those
+//! steps joined by `;` or `&&` run them in turn, and the `pause` image with
+//! no command never exits. Otherwise a Pod whose `restartPolicy` is `Never`
+//! or `OnFailure` (every Job's Pods) completes at once with code 0; other
+//! Pods keep running.
 //!
 //! What follows an exit is the Pod's `restartPolicy`, as on a real node: with
 //! `Never` (or `OnFailure` and code 0) the Pod ends `Succeeded` or `Failed`;
@@ -105,17 +110,71 @@ struct Script {
     never_ready: bool,
 }
 
+/// What a container's command tells of its lifetime, when kemu can tell:
+/// the pause image runs until stopped; `sleep N`, `exit N`, `true`, `false`
+/// (alone, or as `sh -c` scripts of one `sleep N` then one `exit N`) end
+/// as they would.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Lifetime {
+    /// Runs until stopped.
+    Forever,
+    /// Exits with the code after the time.
+    Exits(i64, Duration),
+}
+
+fn lifetime(container: &Value) -> Option<Lifetime> {
+    let words: Vec<&str> = ["command", "args"]
+        .iter()
+        .flat_map(|f| container[*f].as_array().into_iter().flatten())
+        .filter_map(Value::as_str)
+        .collect();
+    if words.is_empty() {
+        let image = container["image"].as_str().unwrap_or_default();
+        let name = image.rsplit('/').next().unwrap_or(image);
+        let name = name.split([':', '@']).next().unwrap_or(name);
+        return (name == "pause").then_some(Lifetime::Forever);
+    }
+    let script = match words.as_slice() {
+        [shell, "-c", script, ..] if shell.ends_with("sh") => script.to_string(),
+        _ => words.join(" "),
+    };
+    let mut sleep = Duration::ZERO;
+    let mut code = 0;
+    for step in script.split([';', '\n']).flat_map(|s| s.split("&&")) {
+        let parts: Vec<&str> = step.split_whitespace().collect();
+        match parts.as_slice() {
+            [] => {}
+            [cmd, secs] if cmd.rsplit('/').next() == Some("sleep") => {
+                let secs: u64 = secs.parse().ok()?;
+                sleep = sleep.saturating_add(Duration::from_secs(secs));
+            }
+            [cmd] if cmd.rsplit('/').next() == Some("true") => code = 0,
+            [cmd] if cmd.rsplit('/').next() == Some("false") => code = 1,
+            ["exit", n] => {
+                code = n.parse().ok()?;
+                break;
+            }
+            _ => return None,
+        }
+    }
+    Some(Lifetime::Exits(code, sleep))
+}
+
 impl Script {
     fn of(p: &Value) -> Self {
         let exit_code = obj::annotation(p, EXIT_CODE).and_then(|c| c.trim().parse().ok());
         let exit_after = obj::annotation(p, EXIT_AFTER).and_then(obj::parse_duration);
         // Run-to-completion Pods (Jobs, `restartPolicy: Never|OnFailure`) with
         // no script finish at once with code 0, as a real batch container that
-        // does its work does; long-running Pods (`Always`) keep running.
+        // does its work does; long-running Pods (`Always`) keep running,
+        // unless the first container's command tells otherwise.
         let batch = !matches!(p["spec"]["restartPolicy"].as_str(), None | Some("Always"));
-        let (exit_code, exit_after) = match (exit_code, exit_after) {
-            (None, None) if batch => (Some(0), Some(Duration::ZERO)),
-            other => other,
+        let told = lifetime(&p["spec"]["containers"][0]);
+        let (exit_code, exit_after) = match (exit_code, exit_after, told) {
+            (None, None, Some(Lifetime::Forever)) => (None, None),
+            (None, None, Some(Lifetime::Exits(code, after))) => (Some(code), Some(after)),
+            (None, None, None) if batch => (Some(0), Some(Duration::ZERO)),
+            (code, after, _) => (code, after),
         };
         Self {
             exit_code: exit_code.or(exit_after.map(|_| 0)),
@@ -776,6 +835,45 @@ impl Reconciler for Kubelet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commands_tell_how_long_containers_run() {
+        let c = |v: Value| lifetime(&v);
+        let secs = Duration::from_secs;
+        assert_eq!(
+            c(json!({"image": "registry.k8s.io/pause:3.10"})),
+            Some(Lifetime::Forever)
+        );
+        assert_eq!(c(json!({"image": "nginx"})), None);
+        assert_eq!(
+            c(json!({"command": ["sleep", "300"]})),
+            Some(Lifetime::Exits(0, secs(300)))
+        );
+        assert_eq!(
+            c(json!({"command": ["/bin/sh", "-c", "sleep 5; exit 3"]})),
+            Some(Lifetime::Exits(3, secs(5)))
+        );
+        assert_eq!(
+            c(json!({"command": ["sh", "-c", "exit 1"]})),
+            Some(Lifetime::Exits(1, secs(0)))
+        );
+        assert_eq!(
+            c(json!({"command": ["/bin/false"]})),
+            Some(Lifetime::Exits(1, secs(0)))
+        );
+        assert_eq!(c(json!({"command": ["perl", "-e", "print 1"]})), None);
+        assert_eq!(
+            c(json!({"command": ["sh", "-c", "exit $((RANDOM % 2))"]})),
+            None
+        );
+        // Annotations still win over the command.
+        let pod = json!({"metadata": {"annotations": {EXIT_CODE: "2"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"command": ["sleep", "9"]}]}});
+        assert_eq!(Script::of(&pod).exit_code, Some(2));
+        let pause = json!({"spec": {"restartPolicy": "Never",
+            "containers": [{"image": "registry.k8s.io/pause:3.10"}]}});
+        assert_eq!(Script::of(&pause).exit_code, None);
+    }
 
     #[test]
     fn images_of_the_e2e_suites_missing_tags_never_pull() {
