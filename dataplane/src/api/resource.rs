@@ -1080,6 +1080,12 @@ impl Handler<'_> {
                     .map_err(|causes| self.invalid(current, causes))?;
             }
         }
+        if sub == Sub::Status {
+            let causes = strategy::validate::validate_status(self.rt(), &next);
+            if !causes.is_empty() {
+                return Err(self.invalid(current, causes));
+            }
+        }
         if sub == Sub::Status && self.rt().kind == "CertificateSigningRequest" {
             let causes = strategy::certificates::status(current, &mut next);
             if !causes.is_empty() {

@@ -141,6 +141,15 @@ static CHECKS: &[(&str, &str, Check)] = &[
     ("resource.k8s.io", "ResourceSlice", others::resource_slice),
 ];
 
+/// What is wrong with a status subresource write of `object` of `rt`.
+pub fn validate_status(rt: &ResourceType, object: &Value) -> Vec<Cause> {
+    let mut e = Errors::default();
+    if rt.group == "apps" && matches!(rt.kind.as_str(), "Deployment" | "ReplicaSet") {
+        workloads::replicas_status(&mut e, object, &rt.kind);
+    }
+    e.0
+}
+
 /// The warnings upstream's strategies give for a valid `object` of `rt`
 /// (`WarningsOnCreate`, `WarningsOnUpdate`).
 pub fn warnings(rt: &ResourceType, object: &Value) -> Vec<String> {

@@ -52,8 +52,63 @@ fn label_selector(e: &mut Errors, spec: &Value, what: &str) -> Option<bool> {
     ))
 }
 
+/// A selector fixed at create, on update.
+fn fixed_selector(e: &mut Errors, o: &Value, old: Option<&Value>) {
+    if let Some(old) = old {
+        e.immutable(
+            "spec.selector",
+            &o["spec"]["selector"],
+            &old["spec"]["selector"],
+        );
+    }
+}
+
+/// The status a Deployment's or ReplicaSet's `/status` writes: counts of at
+/// least 0, none above `replicas`, no more available than ready.
+pub fn replicas_status(e: &mut Errors, o: &Value, kind: &str) {
+    // A Deployment counts updated replicas, a ReplicaSet fully labeled ones.
+    let own = if kind == "Deployment" {
+        "updatedReplicas"
+    } else {
+        "fullyLabeledReplicas"
+    };
+    let st = &o["status"];
+    let counted = [
+        "observedGeneration",
+        "replicas",
+        "updatedReplicas",
+        "fullyLabeledReplicas",
+        "readyReplicas",
+        "availableReplicas",
+        "unavailableReplicas",
+        "terminatingReplicas",
+        "collisionCount",
+    ];
+    for f in counted {
+        e.at_least(&format!("status.{f}"), &st[f], 0);
+    }
+    let n = |f: &str| st[f].as_i64().unwrap_or(0);
+    for f in [own, "readyReplicas", "availableReplicas"] {
+        if n(f) > n("replicas") {
+            e.invalid(
+                &format!("status.{f}"),
+                &json!(n(f)),
+                "cannot be greater than status.replicas",
+            );
+        }
+    }
+    if n("availableReplicas") > n("readyReplicas") {
+        e.invalid(
+            "status.availableReplicas",
+            &json!(n("availableReplicas")),
+            "cannot be greater than readyReplicas",
+        );
+    }
+}
+
 /// Deployments.
-pub fn deployment(e: &mut Errors, o: &Value, _old: Option<&Value>) {
+pub fn deployment(e: &mut Errors, o: &Value, old: Option<&Value>) {
+    fixed_selector(e, o, old);
     let spec = &o["spec"];
     e.at_least("spec.replicas", &spec["replicas"], 0);
     let matches = label_selector(e, spec, "deployment");
@@ -72,7 +127,8 @@ pub fn deployment(e: &mut Errors, o: &Value, _old: Option<&Value>) {
 }
 
 /// ReplicaSets.
-pub fn replica_set(e: &mut Errors, o: &Value, _old: Option<&Value>) {
+pub fn replica_set(e: &mut Errors, o: &Value, old: Option<&Value>) {
+    fixed_selector(e, o, old);
     let spec = &o["spec"];
     e.at_least("spec.replicas", &spec["replicas"], 0);
     e.at_least("spec.minReadySeconds", &spec["minReadySeconds"], 0);
@@ -81,7 +137,8 @@ pub fn replica_set(e: &mut Errors, o: &Value, _old: Option<&Value>) {
 }
 
 /// DaemonSets.
-pub fn daemon_set(e: &mut Errors, o: &Value, _old: Option<&Value>) {
+pub fn daemon_set(e: &mut Errors, o: &Value, old: Option<&Value>) {
+    fixed_selector(e, o, old);
     let spec = &o["spec"];
     let matches = label_selector(e, spec, "daemonset");
     replicated_template(e, spec, matches);
@@ -93,9 +150,35 @@ pub fn daemon_set(e: &mut Errors, o: &Value, _old: Option<&Value>) {
     );
 }
 
+/// What a StatefulSet's spec may change after create.
+const STATEFUL_SET_MUTABLE: [&str; 7] = [
+    "replicas",
+    "ordinals",
+    "template",
+    "updateStrategy",
+    "revisionHistoryLimit",
+    "persistentVolumeClaimRetentionPolicy",
+    "minReadySeconds",
+];
+
 /// StatefulSets.
-pub fn stateful_set(e: &mut Errors, o: &Value, _old: Option<&Value>) {
+pub fn stateful_set(e: &mut Errors, o: &Value, old: Option<&Value>) {
     let spec = &o["spec"];
+    if let Some(old) = old {
+        let fixed = |s: &Value| {
+            let mut s = s.clone();
+            if let Some(m) = s.as_object_mut() {
+                m.retain(|k, _| !STATEFUL_SET_MUTABLE.contains(&k.as_str()));
+            }
+            s
+        };
+        if fixed(spec) != fixed(&old["spec"]) {
+            e.forbidden(
+                "spec",
+                "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+            );
+        }
+    }
     let policy = &spec["podManagementPolicy"];
     if let Some(p) = policy.as_str()
         && p != "OrderedReady"
