@@ -198,6 +198,9 @@ impl DaemonSetController {
         let mut requeue = Requeue::No;
         let on_delete = ds["spec"]["updateStrategy"]["type"] == "OnDelete";
         let mut replaced_one = false;
+        // Outdated Pods that are not available are replaced at once: they
+        // count against no budget (upstream's rolling update does so too).
+        let mut outdated_unavailable: Vec<Arc<Value>> = Vec::new();
         // An update may take one Node's Pod down when every other is available.
         for node in &nodes {
             let name = obj::name(node).to_owned();
@@ -227,13 +230,21 @@ impl DaemonSetController {
                 if obj::pod_ready(p) {
                     ready += 1;
                 }
-                match obj::pod_available(p, min_ready, now) {
-                    (true, _) => available += 1,
-                    (false, Some(w)) => requeue = requeue.min(Requeue::After(w)),
-                    _ => {}
+                let is_available = match obj::pod_available(p, min_ready, now) {
+                    (true, _) => true,
+                    (false, Some(w)) => {
+                        requeue = requeue.min(Requeue::After(w));
+                        false
+                    }
+                    _ => false,
+                };
+                if is_available {
+                    available += 1;
                 }
                 if obj::labels(p)[REVISION_LABEL] == revision.as_str() {
                     updated += 1;
+                } else if !is_available && !on_delete {
+                    outdated_unavailable.push(Arc::clone(p));
                 }
             } else {
                 for p in &live {
@@ -252,6 +263,9 @@ impl DaemonSetController {
             if !obj::deleting(&p) {
                 self.delete_pod(&ds, &p).await?;
             }
+        }
+        for p in &outdated_unavailable {
+            self.delete_pod(&ds, p).await?;
         }
         if !on_delete && available == desired && updated < desired {
             for p in self.rt.informer(kinds::POD).controlled_by(obj::uid(&ds)) {
