@@ -297,7 +297,14 @@ async fn compare_all(
                     failures.push(format!("{id}: listed in known.yaml but now identical"));
                 }
                 (Some(d), Some(k)) => {
-                    let why = &k.why;
+                    // A reason `cause` wrote follows the difference as it is
+                    // now; one written by hand stays.
+                    let why = if is_generic(&k.why) {
+                        cause(d).to_owned()
+                    } else {
+                        k.why.clone()
+                    };
+                    let why = &why;
                     now_known.push(Known {
                         case: id.clone(),
                         why: why.clone(),
@@ -421,62 +428,69 @@ fn write_known(list: &[Known]) -> Result<(), String> {
     std::fs::write(dir().join("known.yaml"), text).map_err(|e| e.to_string())
 }
 
-/// The cause of a difference, as far as its first differing path tells:
-/// the gaps in kemu that the suite found, each a bug to fix (issue 23's
-/// validation and defaulting, and the ones named here).
+/// Whether `why` is one [`cause`] writes.
+fn is_generic(why: &str) -> bool {
+    CAUSES.iter().any(|(_, c)| *c == why) || why == UNKNOWN_CAUSE
+}
+
+/// [`cause`]'s reason when no rule matches.
+const UNKNOWN_CAUSE: &str = "kemu bug: the answer differs from upstream's";
+
+/// The cause of a difference, as far as its first differing path tells
+/// (the first rule whose pattern it contains): the gaps in kemu that the
+/// suite found, each a bug to fix.
 fn cause(diff: &str) -> &'static str {
-    let rules: [(&str, &str); 12] = [
-        (
-            "status: 422 upstream",
-            "kemu bug: upstream's validation for this kind or update (required, format, immutable fields) is missing, so kemu accepts what kube-apiserver refuses",
-        ),
-        (
-            "managedFields",
-            "kemu bug: managedFields differ from upstream's (fields set by upstream's defaulting or by a different manager/operation are tracked differently)",
-        ),
-        (
-            "header warning",
-            "kemu bug: the Warning header upstream sends (deprecation or field warnings) is missing or worded differently",
-        ),
-        (
-            "body.kind: \"",
-            "kemu bug: DELETE answers a Status where upstream answers the object (foreground/orphan deletion keeps it with the collector's finalizer; kemu's collector only handles the kinds it watches)",
-        ),
-        (
-            ".generation",
-            "kemu bug: metadata.generation differs from upstream's strategy for this kind",
-        ),
-        (
-            "only upstream has it",
-            "kemu bug: a field upstream's defaulting or strategy sets is missing",
-        ),
-        (
-            "only kemu has it",
-            "kemu bug: kemu sets a field upstream does not",
-        ),
-        (
-            "key order",
-            "kemu bug: keys in another order than upstream's (a type whose Go field order kemu's layouts lack)",
-        ),
-        ("status: ", "kemu bug: another status code than upstream's"),
-        (
-            "items upstream",
-            "kemu bug: another number of items than upstream's",
-        ),
-        (
-            "events upstream",
-            "kemu bug: another sequence of watch events than upstream's",
-        ),
-        ("upstream,", "kemu bug: a value differs from upstream's"),
-    ];
-    rules
+    CAUSES
         .iter()
         .find(|(pattern, _)| diff.contains(pattern))
-        .map_or(
-            "kemu bug: the answer differs from upstream's",
-            |(_, why)| why,
-        )
+        .map_or(UNKNOWN_CAUSE, |(_, why)| why)
 }
+
+/// (pattern in the difference, the reason it gives).
+const CAUSES: [(&str, &str); 12] = [
+    (
+        "status: 422 upstream",
+        "kemu bug: upstream's validation for this kind or update (required, format, immutable fields) is missing, so kemu accepts what kube-apiserver refuses",
+    ),
+    (
+        "managedFields",
+        "kemu bug: managedFields differ from upstream's (fields set by upstream's defaulting or by a different manager/operation are tracked differently)",
+    ),
+    (
+        "header warning",
+        "kemu bug: the Warning header upstream sends (deprecation or field warnings) is missing or worded differently",
+    ),
+    (
+        "body.kind: \"",
+        "kemu bug: DELETE answers a Status where upstream answers the object (foreground/orphan deletion keeps it with the collector's finalizer; kemu's collector only handles the kinds it watches)",
+    ),
+    (
+        ".generation",
+        "kemu bug: metadata.generation differs from upstream's strategy for this kind",
+    ),
+    (
+        "only upstream has it",
+        "kemu bug: a field upstream's defaulting or strategy sets is missing",
+    ),
+    (
+        "only kemu has it",
+        "kemu bug: kemu sets a field upstream does not",
+    ),
+    (
+        "key order",
+        "kemu bug: keys in another order than upstream's (a type whose Go field order kemu's layouts lack)",
+    ),
+    ("status: ", "kemu bug: another status code than upstream's"),
+    (
+        "items upstream",
+        "kemu bug: another number of items than upstream's",
+    ),
+    (
+        "events upstream",
+        "kemu bug: another sequence of watch events than upstream's",
+    ),
+    ("upstream,", "kemu bug: a value differs from upstream's"),
+];
 
 fn table(rows: &BTreeMap<String, Row>) -> String {
     let mut out = format!(
