@@ -564,8 +564,9 @@ impl DeploymentController {
         Ok((Some(created), all_old))
     }
 
-    /// Copies the Deployment's annotations and sets revision, desired and max
-    /// replicas on the new ReplicaSet; answers whether anything changed.
+    /// Copies the Deployment's annotations and sets the revision on the new
+    /// ReplicaSet (and, when it is being created, its desired and max
+    /// replicas); answers whether anything changed.
     fn set_new_rs_annotations(
         &self,
         d: &Value,
@@ -598,10 +599,14 @@ impl DeploymentController {
             obj::set_annotation(rs, REVISION, &new_revision.to_string());
             changed = true;
         }
+        // Only a ReplicaSet being created gets the replica annotations here:
+        // an existing one keeps those of its last scaling, which
+        // proportional scaling reads its share from (as upstream).
         let want = replicas(d).to_string();
         let max = (replicas(d) + max_surge(d)).to_string();
-        if obj::annotation(rs, DESIRED) != Some(want.as_str())
-            || obj::annotation(rs, MAX_REPLICAS) != Some(max.as_str())
+        if !exists
+            && (obj::annotation(rs, DESIRED) != Some(want.as_str())
+                || obj::annotation(rs, MAX_REPLICAS) != Some(max.as_str()))
         {
             obj::set_annotation(rs, DESIRED, &want);
             obj::set_annotation(rs, MAX_REPLICAS, &max);

@@ -40,7 +40,8 @@ fn default_spec(spec: &mut Value) {
     if let Some(ports) = spec["ports"].as_array_mut() {
         for p in ports {
             set_default(p, "protocol", json!("TCP"));
-            if p["targetPort"].is_null() {
+            // Go's zero IntOrString (`0` or `""`, which clients send) is unset.
+            if p["targetPort"].is_null() || p["targetPort"] == 0 || p["targetPort"] == "" {
                 p["targetPort"] = p["port"].clone();
             }
         }
