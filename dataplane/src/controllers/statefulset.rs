@@ -269,6 +269,9 @@ impl StatefulSetController {
                     Some(p) if obj::pod_terminal(&p) && !obj::deleting(&p) => {
                         self.delete_pod(&sts, &p).await?;
                         pods.remove(&ord);
+                        // Look again for the replacement even if the
+                        // deletion's own event is coalesced away.
+                        requeue = requeue.min(Requeue::After(std::time::Duration::from_secs(1)));
                         if ordered {
                             break 'manage;
                         }
