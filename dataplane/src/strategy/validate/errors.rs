@@ -127,6 +127,21 @@ impl Errors {
     }
 }
 
+/// A kind's rules run on `o` (replacing `old`): each cause as
+/// `field: message`, for the tests of the rules.
+#[cfg(test)]
+pub fn messages(
+    check: fn(&mut Errors, &Value, Option<&Value>),
+    o: Value,
+    old: Option<Value>,
+) -> Vec<String> {
+    let mut e = Errors::default();
+    check(&mut e, &o, old.as_ref());
+    e.0.into_iter()
+        .map(|c| format!("{}: {}", c.field, c.message))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -32,22 +32,24 @@ fn is_name_part(s: &str) -> bool {
             .all(|&c| alnum(c) || matches!(c, b'-' | b'_' | b'.'))
 }
 
+/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`: one lowercase RFC 1123 label.
+fn is_label(x: &str) -> bool {
+    let b = x.as_bytes();
+    !b.is_empty()
+        && b.iter()
+            .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
 /// `IsDNS1123Label`: its problems.
 pub fn dns_label(s: &str) -> Vec<String> {
     let mut p = Vec::new();
     if s.len() > 63 {
         p.push("must be no more than 63 characters".into());
     }
-    let ok = |x: &str| {
-        let b = x.as_bytes();
-        !b.is_empty()
-            && b.iter()
-                .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
-            && b[0] != b'-'
-            && b[b.len() - 1] != b'-'
-    };
-    if !ok(s) {
-        if s.split('.').all(ok) {
+    if !is_label(s) {
+        if s.split('.').all(is_label) {
             p.push("must not contain dots".into());
         } else {
             p.push(LABEL_MSG.into());
@@ -62,15 +64,7 @@ pub fn dns_subdomain(s: &str) -> Vec<String> {
     if s.len() > 253 {
         p.push("must be no more than 253 characters".into());
     }
-    let label = |x: &str| {
-        let b = x.as_bytes();
-        !b.is_empty()
-            && b.iter()
-                .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
-            && b[0] != b'-'
-            && b[b.len() - 1] != b'-'
-    };
-    if !s.split('.').all(label) {
+    if !s.split('.').all(is_label) {
         p.push(SUBDOMAIN_MSG.into());
     }
     p

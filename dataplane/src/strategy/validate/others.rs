@@ -533,19 +533,8 @@ pub fn resource_slice(e: &mut Errors, o: &Value, _old: Option<&Value>) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::errors::messages;
     use super::*;
-
-    fn messages(
-        check: fn(&mut Errors, &Value, Option<&Value>),
-        o: Value,
-        old: Option<Value>,
-    ) -> Vec<String> {
-        let mut e = Errors::default();
-        check(&mut e, &o, old.as_ref());
-        e.0.into_iter()
-            .map(|c| format!("{}: {}", c.field, c.message))
-            .collect()
-    }
 
     #[test]
     fn autoscalers_and_bindings() {
