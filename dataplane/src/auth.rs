@@ -99,6 +99,33 @@ fn authorize(
     )
 }
 
+/// The cluster user a principal the cluster's cloud authenticated maps to
+/// (in `system:authenticated`), or no one.
+pub fn cloud_user(
+    engine: &Engine,
+    record: &kemu_shared::ClusterRecord,
+    store: &dyn crate::store::Store,
+    mut principal: UserInfo,
+) -> Option<UserInfo> {
+    if !principal.groups.iter().any(|g| g == AUTHENTICATED) {
+        principal.groups.push(AUTHENTICATED.to_owned());
+    }
+    cloud_identity::map_user(engine.registry(), record, store, principal)
+}
+
+/// A user as `authentication.k8s.io/v1` `UserInfo` writes it (what
+/// SelfSubjectReview and TokenReview answer): uid and extra only when set.
+pub fn user_info_json(user: &UserInfo) -> serde_json::Value {
+    let mut info = serde_json::json!({ "username": user.username, "groups": user.groups });
+    if !user.uid.is_empty() {
+        info["uid"] = serde_json::json!(user.uid);
+    }
+    if !user.extra.is_empty() {
+        info["extra"] = serde_json::json!(user.extra);
+    }
+    info
+}
+
 fn mounted(
     req: &ServiceRequest,
 ) -> Result<(&web::Data<Engine>, &web::Data<ClusterContext>), ApiError> {
@@ -186,16 +213,11 @@ fn identify(req: &ServiceRequest) -> Result<UserInfo, ApiError> {
         }
     }
     match engine.registry().authenticate_token(&record, token) {
-        Ok(Some(mut user)) => {
-            if !user.groups.iter().any(|g| g == AUTHENTICATED) {
-                user.groups.push(AUTHENTICATED.to_owned());
-            }
+        Ok(Some(principal)) => {
             let store = engine
                 .store(&cluster.id)
                 .ok_or_else(|| ApiError::ClusterGone(cluster.id.clone()))?;
-            // The cloud maps its principal to a cluster user, or to no one.
-            cloud_identity::map_user(engine.registry(), &record, store.as_ref(), user)
-                .ok_or(ApiError::Unauthorized)
+            cloud_user(engine, &record, store.as_ref(), principal).ok_or(ApiError::Unauthorized)
         }
         Ok(None) => Err(ApiError::Unauthorized),
         Err(reason) => {

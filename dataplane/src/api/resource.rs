@@ -214,11 +214,6 @@ pub async fn dispatch(
         engine: &engine,
         network: engine.network(&cluster.id),
         field_manager: fields::manager(&params, request::header(&req, "user-agent")),
-        now: engine
-            .registry()
-            .clock()
-            .now()
-            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         user,
         store,
         scope,
@@ -299,8 +294,6 @@ struct Handler<'a> {
     user: kemu_shared::UserInfo,
     /// The field manager writes are recorded as.
     field_manager: String,
-    /// When the request came, RFC 3339 to the second (the cluster's clock).
-    now: String,
     store: Arc<dyn Store>,
     scope: Scope,
     params: Params,
@@ -331,7 +324,7 @@ impl Handler<'_> {
             network: self.network.as_deref(),
             namespace: self.scope.namespace.as_deref().unwrap_or_default(),
             user: Some(&self.user),
-            now: &self.now,
+            now: self.engine.registry().clock().now(),
         }
     }
 

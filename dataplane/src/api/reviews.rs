@@ -16,9 +16,8 @@ use crate::api::openapi;
 use crate::api::request::{Params, decode_object, header, negotiate_plain, read_body};
 use crate::api::resource::field_manager;
 use crate::api::wire;
-use crate::auth::AUTHENTICATED;
+use crate::auth;
 use crate::authz::{Authorizer, Layered, StoreSource, review};
-use crate::cloud_identity;
 use crate::cloud_identity::CloudGrants;
 use crate::engine::{ClusterContext, Engine};
 use crate::error::ApiError;
@@ -198,12 +197,8 @@ fn token_review(engine: &Engine, cluster: &str, body: &Value) -> Result<Value, A
         )),
         Some(Err(_)) => Err(invalid()),
         None => match engine.registry().authenticate_token(&record, token) {
-            Ok(Some(mut user)) => {
-                if !user.groups.iter().any(|g| g == AUTHENTICATED) {
-                    user.groups.push(AUTHENTICATED.to_owned());
-                }
-                cloud_identity::map_user(engine.registry(), &record, store.as_ref(), user)
-                    .ok_or_else(invalid)
+            Ok(Some(principal)) => {
+                auth::cloud_user(engine, &record, store.as_ref(), principal).ok_or_else(invalid)
             }
             _ => Err(invalid()),
         },
@@ -221,16 +216,7 @@ fn token_review(engine: &Engine, cluster: &str, body: &Value) -> Result<Value, A
                 .iter()
                 .filter(|a| theirs.is_empty() || theirs.contains(&a.as_str()))
                 .collect();
-            let mut shown = json!({"username": user.username});
-            if !user.uid.is_empty() {
-                shown["uid"] = json!(user.uid);
-            }
-            if !user.groups.is_empty() {
-                shown["groups"] = json!(user.groups);
-            }
-            if !user.extra.is_empty() {
-                shown["extra"] = json!(user.extra);
-            }
+            let shown = auth::user_info_json(&user);
             json!({"authenticated": true, "user": shown, "audiences": both})
         }
         Err(error) => json!({"user": {}, "error": error}),

@@ -5,17 +5,11 @@ use serde_json::Value;
 
 use crate::error::{ApiError, Cause, Target};
 use crate::resources::ResourceType;
+use crate::strategy::validate::meta::{self, LABEL_MSG as LABEL, SUBDOMAIN_MSG as SUBDOMAIN};
 
-const SUBDOMAIN: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-const LABEL: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-
+/// A name's label: at most 63 characters of RFC 1123.
 fn is_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
+    s.len() <= 63 && meta::is_label(s)
 }
 
 fn is_subdomain(s: &str) -> bool {

@@ -15,13 +15,7 @@ pub async fn create(req: HttpRequest) -> HttpResponse {
         .get::<UserInfo>()
         .cloned()
         .unwrap_or_default();
-    let mut info = json!({ "username": user.username, "groups": user.groups });
-    if !user.uid.is_empty() {
-        info["uid"] = json!(user.uid);
-    }
-    if !user.extra.is_empty() {
-        info["extra"] = json!(user.extra);
-    }
+    let info = crate::auth::user_info_json(&user);
     // Upstream stamps the review with the time it answered.
     let now = req.app_data::<web::Data<Engine>>().map(|e| {
         e.registry()

@@ -48,6 +48,7 @@ use super::client::{BoxFuture, ClientError, DeleteOptions, EventType, kinds};
 use super::events::{EventKind, Recorder};
 use super::obj;
 use super::runtime::{ObjKey, Reconciler, Registration, Requeue, Runtime};
+use crate::strategy::pods::image_parts;
 
 /// Exit code the containers exit with.
 pub const EXIT_CODE: &str = "kemu.dev/exit-code";
@@ -65,12 +66,11 @@ const UNPULLABLE_TAGS: [&str; 3] = ["nonexistent", "non-existent", "404"];
 
 /// Whether `image` is one the simulated registry does not have.
 fn unpullable(image: &str) -> bool {
-    if image.contains('@') {
-        return false; // a digest names content, not a tag
+    // A digest names content, not a tag.
+    match image_parts(image) {
+        (_, Some(tag), false) => UNPULLABLE_TAGS.contains(&tag),
+        _ => false,
     }
-    let name = image.rsplit('/').next().unwrap_or(image);
-    name.split_once(':')
-        .is_some_and(|(_, tag)| UNPULLABLE_TAGS.contains(&tag))
 }
 
 /// How the simulated kubelet paces Pods.
@@ -129,9 +129,7 @@ fn lifetime(container: &Value) -> Option<Lifetime> {
         .filter_map(Value::as_str)
         .collect();
     if words.is_empty() {
-        let image = container["image"].as_str().unwrap_or_default();
-        let name = image.rsplit('/').next().unwrap_or(image);
-        let name = name.split([':', '@']).next().unwrap_or(name);
+        let (name, _, _) = image_parts(container["image"].as_str().unwrap_or_default());
         return (name == "pause").then_some(Lifetime::Forever);
     }
     let script = match words.as_slice() {

@@ -210,7 +210,7 @@ mod tests {
             network: None,
             namespace: "",
             user: Some(&user),
-            now: "2026-01-01T00:00:00Z",
+            now: chrono::DateTime::UNIX_EPOCH,
         };
         let mut csr = json!({"spec": {"request": "x", "username": "mallory", "uid": "1"}});
         CsrStrategy

@@ -46,15 +46,16 @@ pub struct Context<'a> {
     pub namespace: &'a str,
     /// Who made the request, when a user did.
     pub user: Option<&'a kemu_shared::UserInfo>,
-    /// Now, RFC 3339 to the second, from the cluster's clock.
-    pub now: &'a str,
+    /// Now, from the cluster's clock.
+    pub now: chrono::DateTime<chrono::Utc>,
 }
 
 /// The per-kind hooks; each defaults to doing nothing.
 pub trait Strategy: Sync {
     /// Upstream's defaulting of the kind, which its decoder applies before
-    /// anything else sees the object (the field manager included). Setting
-    /// only what is unset, it may run again in the hooks below.
+    /// anything else sees the object (the field manager included).
+    /// [`prepare_create`] and [`prepare_update`] run it before the hooks
+    /// below; setting only what is unset, it may run more than once.
     fn defaults(&self, _rt: &ResourceType, _object: &mut Value) {}
 
     /// Fills in and allocates what the registry owns on create; `name` is the
@@ -90,36 +91,13 @@ pub fn set_default(v: &mut Value, field: &str, value: Value) {
     }
 }
 
-/// A strategy that only fills defaults: the same function on create and on
-/// update, given the kind and the whole object.
+/// A strategy that only fills defaults, given the kind and the whole object.
 #[derive(Debug)]
 pub struct Defaults(pub fn(kind: &str, object: &mut Value));
 
 impl Strategy for Defaults {
     fn defaults(&self, rt: &ResourceType, object: &mut Value) {
         (self.0)(&rt.kind, object);
-    }
-
-    fn prepare_create(
-        &self,
-        _ctx: &Context<'_>,
-        rt: &ResourceType,
-        _name: &str,
-        object: &mut Value,
-    ) -> Result<(), ApiError> {
-        (self.0)(&rt.kind, object);
-        Ok(())
-    }
-
-    fn prepare_update(
-        &self,
-        _ctx: &Context<'_>,
-        rt: &ResourceType,
-        _old: &Value,
-        new: &mut Value,
-    ) -> Result<(), ApiError> {
-        (self.0)(&rt.kind, new);
-        Ok(())
     }
 }
 
@@ -203,7 +181,7 @@ pub fn defaults(rt: &ResourceType, object: &mut Value) {
     }
 }
 
-/// Runs the kind's create hook on `object`, named `name`.
+/// Runs the kind's defaults, then its create hook, on `object`, named `name`.
 pub fn prepare_create(
     ctx: &Context<'_>,
     rt: &ResourceType,
@@ -211,12 +189,15 @@ pub fn prepare_create(
     object: &mut Value,
 ) -> Result<(), ApiError> {
     match strategy(rt) {
-        Some(s) => s.prepare_create(ctx, rt, name, object),
+        Some(s) => {
+            s.defaults(rt, object);
+            s.prepare_create(ctx, rt, name, object)
+        }
         None => Ok(()),
     }
 }
 
-/// Runs the kind's update hook on `new`, replacing `old`.
+/// Runs the kind's defaults, then its update hook, on `new`, replacing `old`.
 pub fn prepare_update(
     ctx: &Context<'_>,
     rt: &ResourceType,
@@ -224,7 +205,10 @@ pub fn prepare_update(
     new: &mut Value,
 ) -> Result<(), ApiError> {
     match strategy(rt) {
-        Some(s) => s.prepare_update(ctx, rt, old, new),
+        Some(s) => {
+            s.defaults(rt, new);
+            s.prepare_update(ctx, rt, old, new)
+        }
         None => Ok(()),
     }
 }

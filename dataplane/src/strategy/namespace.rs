@@ -17,20 +17,10 @@ impl Strategy for NamespaceStrategy {
         Defaults(defaults::default_object).defaults(rt, object);
     }
 
-    fn prepare_create(
-        &self,
-        ctx: &Context<'_>,
-        rt: &ResourceType,
-        name: &str,
-        object: &mut Value,
-    ) -> Result<(), ApiError> {
-        Defaults(defaults::default_object).prepare_create(ctx, rt, name, object)
-    }
-
     fn prepare_update(
         &self,
-        ctx: &Context<'_>,
-        rt: &ResourceType,
+        _ctx: &Context<'_>,
+        _rt: &ResourceType,
         old: &Value,
         new: &mut Value,
     ) -> Result<(), ApiError> {
@@ -47,6 +37,6 @@ impl Strategy for NamespaceStrategy {
                 }
             }
         }
-        Defaults(defaults::default_object).prepare_update(ctx, rt, old, new)
+        Ok(())
     }
 }

@@ -20,16 +20,27 @@ fn each<'a>(v: &'a mut Value, field: &str) -> impl Iterator<Item = &'a mut Value
         .filter(|x| x.is_object())
 }
 
+/// An image reference's last path part: its name, its tag when one is
+/// written, and whether a digest (`@sha256:…`) pins it.
+pub fn image_parts(image: &str) -> (&str, Option<&str>, bool) {
+    let last = image.rsplit('/').next().unwrap_or(image);
+    let (named, digest) = match last.split_once('@') {
+        Some((n, _)) => (n, true),
+        None => (last, false),
+    };
+    match named.split_once(':') {
+        Some((name, tag)) => (name, Some(tag), digest),
+        None => (named, None, digest),
+    }
+}
+
 /// `IfNotPresent`, or `Always` for an image whose tag is `latest` (a missing
 /// tag without a digest counts as `latest`, as the image reference parser
 /// reads it).
 fn pull_policy(image: &str) -> &'static str {
-    let last = image.rsplit('/').next().unwrap_or(image);
-    let tag = match last.split_once('@') {
-        Some(_) => last
-            .split_once(':')
-            .map(|(_, t)| t.split('@').next().unwrap_or("")),
-        None => Some(last.split_once(':').map_or("latest", |(_, t)| t)),
+    let tag = match image_parts(image) {
+        (_, tag, true) => tag,
+        (_, tag, false) => Some(tag.unwrap_or("latest")),
     };
     if tag == Some("latest") {
         "Always"

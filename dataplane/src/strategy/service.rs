@@ -277,7 +277,6 @@ impl Strategy for ServiceStrategy {
             object["spec"] = json!({});
         }
         let spec = &mut object["spec"];
-        default_spec(spec);
         check_ports_present(rt, name, spec)?;
         forbid_node_ports(rt, name, spec)?;
         if kind_of(spec) == "ExternalName" {
@@ -310,7 +309,6 @@ impl Strategy for ServiceStrategy {
         }
         let old_spec = &old["spec"];
         let spec = &mut new["spec"];
-        default_spec(spec);
         if kind_of(spec) == "ExternalName" {
             clear_ips(spec);
             forbid_node_ports(rt, &name, spec)?;
@@ -447,14 +445,14 @@ mod tests {
             network: Some(net),
             namespace: "default",
             user: None,
-            now: "2026-01-01T00:00:00Z",
+            now: chrono::DateTime::UNIX_EPOCH,
         };
         // As kubectl create sends it: no namespace in the body.
         if let Some(m) = svc["metadata"].as_object_mut() {
             m.remove("namespace");
         }
         let name = svc["metadata"]["name"].as_str().unwrap().to_owned();
-        ServiceStrategy.prepare_create(&ctx, rt, &name, &mut svc)?;
+        super::super::prepare_create(&ctx, rt, &name, &mut svc)?;
         store.create(&ObjectKey::new("services", "default", &name), svc.clone())?;
         Ok(svc)
     }
@@ -543,12 +541,10 @@ mod tests {
             network: Some(&net),
             namespace: "default",
             user: None,
-            now: "2026-01-01T00:00:00Z",
+            now: chrono::DateTime::UNIX_EPOCH,
         };
         let mut new = svc("web", json!({"type": "NodePort", "ports": [{"port": 80}]}));
-        ServiceStrategy
-            .prepare_update(&ctx, &rt, &old, &mut new)
-            .unwrap();
+        super::super::prepare_update(&ctx, &rt, &old, &mut new).unwrap();
         assert_eq!(new["spec"]["clusterIP"], old["spec"]["clusterIP"]);
         assert_eq!(
             new["spec"]["ports"][0]["nodePort"],
@@ -558,9 +554,7 @@ mod tests {
             "web",
             json!({"clusterIP": "10.100.9.9", "ports": [{"port": 80}]}),
         );
-        let err = ServiceStrategy
-            .prepare_update(&ctx, &rt, &old, &mut moved)
-            .unwrap_err();
+        let err = super::super::prepare_update(&ctx, &rt, &old, &mut moved).unwrap_err();
         assert!(
             err.to_string().contains(
                 "spec.clusterIPs[0]: Invalid value: \"10.100.9.9\": may not change once set"
@@ -572,9 +566,7 @@ mod tests {
             "web",
             json!({"type": "LoadBalancer", "ports": [{"port": 80}]}),
         );
-        ServiceStrategy
-            .prepare_update(&ctx, &rt, &old, &mut lb)
-            .unwrap();
+        super::super::prepare_update(&ctx, &rt, &old, &mut lb).unwrap();
         assert_eq!(
             lb["spec"]["ports"][0]["nodePort"],
             old["spec"]["ports"][0]["nodePort"]
@@ -583,9 +575,7 @@ mod tests {
         // Back to ClusterIP: the held node port goes, the IP stays.
         let mut back = old.clone();
         back["spec"]["type"] = json!("ClusterIP");
-        ServiceStrategy
-            .prepare_update(&ctx, &rt, &old, &mut back)
-            .unwrap();
+        super::super::prepare_update(&ctx, &rt, &old, &mut back).unwrap();
         assert!(back["spec"]["ports"][0].get("nodePort").is_none(), "{back}");
         assert!(
             back["spec"].get("externalTrafficPolicy").is_none(),

@@ -21,27 +21,17 @@ impl Strategy for VolumeStrategy {
         &self,
         ctx: &Context<'_>,
         rt: &ResourceType,
-        name: &str,
+        _name: &str,
         object: &mut Value,
     ) -> Result<(), ApiError> {
-        Defaults(defaults::default_object).prepare_create(ctx, rt, name, object)?;
         if object.is_object() {
             object["status"] = if rt.kind == "PersistentVolume" {
-                json!({"phase": "Pending", "lastPhaseTransitionTime": ctx.now})
+                let now = ctx.now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+                json!({"phase": "Pending", "lastPhaseTransitionTime": now})
             } else {
                 json!({"phase": "Pending"})
             };
         }
         Ok(())
-    }
-
-    fn prepare_update(
-        &self,
-        ctx: &Context<'_>,
-        rt: &ResourceType,
-        old: &Value,
-        new: &mut Value,
-    ) -> Result<(), ApiError> {
-        Defaults(defaults::default_object).prepare_update(ctx, rt, old, new)
     }
 }

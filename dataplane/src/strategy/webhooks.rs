@@ -22,23 +22,21 @@ impl Strategy for WebhookConfigurationStrategy {
 
     fn prepare_create(
         &self,
-        ctx: &Context<'_>,
+        _ctx: &Context<'_>,
         rt: &ResourceType,
-        name: &str,
+        _name: &str,
         object: &mut Value,
     ) -> Result<(), ApiError> {
-        Defaults(defaults::default_object).prepare_create(ctx, rt, name, object)?;
         check(rt, object)
     }
 
     fn prepare_update(
         &self,
-        ctx: &Context<'_>,
+        _ctx: &Context<'_>,
         rt: &ResourceType,
-        old: &Value,
+        _old: &Value,
         new: &mut Value,
     ) -> Result<(), ApiError> {
-        Defaults(defaults::default_object).prepare_update(ctx, rt, old, new)?;
         check(rt, new)
     }
 }

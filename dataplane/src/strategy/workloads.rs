@@ -155,23 +155,11 @@ impl Strategy for JobStrategy {
     fn prepare_create(
         &self,
         _ctx: &Context<'_>,
-        rt: &ResourceType,
+        _rt: &ResourceType,
         _name: &str,
         object: &mut Value,
     ) -> Result<(), ApiError> {
-        default_object(&rt.kind, object);
         generate_job_selector(object);
-        Ok(())
-    }
-
-    fn prepare_update(
-        &self,
-        _ctx: &Context<'_>,
-        rt: &ResourceType,
-        _old: &Value,
-        new: &mut Value,
-    ) -> Result<(), ApiError> {
-        default_object(&rt.kind, new);
         Ok(())
     }
 }
@@ -206,11 +194,10 @@ impl Strategy for DaemonSetStrategy {
     fn prepare_create(
         &self,
         _ctx: &Context<'_>,
-        rt: &ResourceType,
+        _rt: &ResourceType,
         _name: &str,
         object: &mut Value,
     ) -> Result<(), ApiError> {
-        default_object(&rt.kind, object);
         if object["metadata"].is_object() {
             let generation = template_generation(object).max(1);
             set_template_generation(object, generation);
@@ -221,11 +208,10 @@ impl Strategy for DaemonSetStrategy {
     fn prepare_update(
         &self,
         _ctx: &Context<'_>,
-        rt: &ResourceType,
+        _rt: &ResourceType,
         old: &Value,
         new: &mut Value,
     ) -> Result<(), ApiError> {
-        default_object(&rt.kind, new);
         if new["metadata"].is_object() {
             let before = template_generation(old);
             let changed = new["spec"]["template"] != old["spec"]["template"];
@@ -271,7 +257,7 @@ mod tests {
             network: None,
             namespace: "default",
             user: None,
-            now: "2026-01-01T00:00:00Z",
+            now: chrono::DateTime::UNIX_EPOCH,
         };
         let rt = crate::resources::ResourceRegistry::builtin_ref()
             .lookup("apps", "v1", "daemonsets")

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::errors::Errors;
 use super::meta;
 use super::pods::{PORT_RANGE, bad_port};
+use crate::authz::admission::quantity::Quantity;
 
 /// ConfigMap and Secret data together may hold at most 1 MiB.
 const MAX_DATA: usize = 1024 * 1024;
@@ -186,13 +187,9 @@ pub fn endpoints(e: &mut Errors, o: &Value, _old: Option<&Value>) {
     }
 }
 
-/// Whether a quantity's text is negative.
+/// Whether a quantity is below zero.
 fn negative(q: &Value) -> bool {
-    match q {
-        Value::String(s) => s.trim_start().starts_with('-'),
-        Value::Number(n) => n.as_f64().is_some_and(|f| f < 0.0),
-        _ => false,
-    }
+    Quantity::of_json(q).is_some_and(|q| q.nanos < 0)
 }
 
 /// ResourceQuotas: no negative limits.

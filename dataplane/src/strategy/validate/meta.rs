@@ -33,7 +33,7 @@ fn is_name_part(s: &str) -> bool {
 }
 
 /// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`: one lowercase RFC 1123 label.
-fn is_label(x: &str) -> bool {
+pub fn is_label(x: &str) -> bool {
     let b = x.as_bytes();
     !b.is_empty()
         && b.iter()
