@@ -87,6 +87,25 @@ pub fn warning_header(text: &str) -> String {
     format!("299 - \"{quoted}\"")
 }
 
+/// TaintNodesByCondition: a new Node is not ready until its `Ready`
+/// condition says so (the node lifecycle controller,
+/// [`crate::controllers::node_taints`], takes the taint off then).
+fn taint_not_ready(node: &mut Value) {
+    use crate::controllers::node_taints::NOT_READY;
+    if !node["spec"].is_object() {
+        node["spec"] = json!({});
+    }
+    let taints = &mut node["spec"]["taints"];
+    if !taints.is_array() {
+        *taints = json!([]);
+    }
+    if let Some(list) = taints.as_array_mut()
+        && !list.iter().any(|t| t["key"] == NOT_READY && t["effect"] == "NoSchedule")
+    {
+        list.push(json!({"key": NOT_READY, "effect": "NoSchedule"}));
+    }
+}
+
 fn wire_operation(op: Operation) -> &'static str {
     match op {
         Operation::Create => "CREATE",
@@ -157,6 +176,9 @@ impl Admission<'_> {
                 crate::strategy::pods::admit_pod(&mut object);
             }
             storage_protection::mutate(op, group, resource, &mut object);
+            if op == Operation::Create && self.is("", "nodes") {
+                taint_not_ready(&mut object);
+            }
         }
         let options = json!({"kind": if op == Operation::Create { "CreateOptions" } else { "UpdateOptions" }, "apiVersion": "meta.k8s.io/v1"});
         object = self

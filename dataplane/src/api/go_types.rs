@@ -53,6 +53,16 @@ fn omitted(zero: &str, v: &Value) -> bool {
     }
 }
 
+/// Whether Go's encoder leaves field `field` of `definition` out when it
+/// holds its zero value (`omitempty` or `omitzero`); false for a field or
+/// definition the Go types do not know.
+pub fn omits_zero(definition: &str, field: &str) -> bool {
+    types()
+        .get(definition)
+        .and_then(|f| f.get(field))
+        .is_some_and(|[zero, ..]| !zero.is_empty())
+}
+
 /// Drops from `v`, an object of `definition`, what Go's decoding would not
 /// keep, at every depth the Go types reach. Values of another shape than
 /// the type's are left alone (the decoder refuses them elsewhere).

@@ -40,10 +40,18 @@ pub(crate) fn always_written() -> &'static HashMap<String, Vec<(String, Value)>>
     static ALWAYS: OnceLock<HashMap<String, Vec<(String, Value)>>> = OnceLock::new();
     ALWAYS.get_or_init(|| {
         // Compiled-in data checked by the tests: failure is a build defect.
-        serde_json::from_str::<Value>(ALWAYS_WRITTEN)
-            .ok()
-            .and_then(|v| serde_json::from_value(v["definitions"].clone()).ok())
-            .expect("fixtures/k8s/always-written.json: definition -> [[field, value]]")
+        let mut all: HashMap<String, Vec<(String, Value)>> =
+            serde_json::from_str::<Value>(ALWAYS_WRITTEN)
+                .ok()
+                .and_then(|v| serde_json::from_value(v["definitions"].clone()).ok())
+                .expect("fixtures/k8s/always-written.json: definition -> [[field, value]]");
+        // The OpenAPI documents give some `omitempty` fields a default
+        // (`minReadySeconds: 0`, `protocol: TCP`); Go leaves those out when
+        // unset, and the defaults are the strategies' to apply.
+        for (definition, fields) in &mut all {
+            fields.retain(|(f, _)| !crate::api::go_types::omits_zero(definition, f));
+        }
+        all
     })
 }
 

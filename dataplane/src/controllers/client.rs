@@ -185,6 +185,14 @@ pub mod kinds {
         false,
         false,
     );
+    /// storage.k8s.io/v1 VolumeAttributesClass.
+    pub const VOLUME_ATTRIBUTES_CLASS: Kind = k(
+        "storage.k8s.io/v1",
+        "VolumeAttributesClass",
+        "volumeattributesclasses",
+        false,
+        false,
+    );
     /// coordination.k8s.io/v1 Lease.
     pub const LEASE: Kind = k("coordination.k8s.io/v1", "Lease", "leases", true, false);
     /// core/v1 ResourceQuota.

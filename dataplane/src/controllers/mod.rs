@@ -23,8 +23,11 @@
 //! - [`loadbalancer`]: `type: LoadBalancer` status in the cloud's shape.
 //! - [`volume`]: PersistentVolume binding, provisioning and reclaim;
 //!   [`volume_binding`]: the scheduler's view of a Pod's claims.
-//! - [`storage_protection`]: the `pvc-protection` and `pv-protection`
-//!   finalizers, released once a claim or volume is no longer in use.
+//! - [`storage_protection`]: the `pvc-protection`, `pv-protection` and
+//!   `vac-protection` finalizers, released once a claim, volume or class is
+//!   no longer in use.
+//! - [`node_taints`]: Nodes' not-ready and unreachable taints follow their
+//!   `Ready` condition.
 //! - [`quota`]: ResourceQuota `status.used`.
 //! - [`disruption`]: PodDisruptionBudget status, which evictions honour.
 //! - [`sa_tokens`]: legacy ServiceAccount token Secrets.
@@ -52,6 +55,7 @@ pub mod job;
 pub mod kubelet;
 pub mod loadbalancer;
 pub mod namespace;
+pub mod node_taints;
 pub mod obj;
 pub mod quota;
 pub mod replicaset;
@@ -120,7 +124,7 @@ impl Default for ControllerConfig {
 }
 
 /// Every kind the built-in controllers watch and read from their caches.
-pub const WATCHED: [Kind; 22] = [
+pub const WATCHED: [Kind; 23] = [
     kinds::POD,
     kinds::NODE,
     kinds::NAMESPACE,
@@ -137,6 +141,7 @@ pub const WATCHED: [Kind; 22] = [
     kinds::PVC,
     kinds::PV,
     kinds::STORAGE_CLASS,
+    kinds::VOLUME_ATTRIBUTES_CLASS,
     kinds::RESOURCE_QUOTA,
     kinds::CONFIG_MAP,
     kinds::SECRET,
@@ -200,6 +205,7 @@ impl Controllers {
             config.provisioner.clone(),
         ));
         regs.extend(storage_protection::StorageProtection::register(&rt));
+        regs.push(node_taints::NodeTaints::register(&rt));
         if let Some(key) = config.sa_key.clone() {
             regs.push(sa_tokens::TokensController::register(
                 &rt,

@@ -6,7 +6,9 @@
 //! - a PersistentVolumeClaim while a scheduled, non-terminated Pod of its
 //!   namespace mounts it (a `persistentVolumeClaim` volume, or the
 //!   `<pod>-<volume>` claim of an `ephemeral` one);
-//! - a PersistentVolume while it is `Bound`.
+//! - a PersistentVolume while it is `Bound`;
+//! - a VolumeAttributesClass while a claim or volume names it (the
+//!   `vac-protection` controller).
 //!
 //! So `kubectl delete pvc` on a claim in use leaves it `Terminating` until
 //! its last Pod is gone, as on a real cluster.
@@ -18,7 +20,9 @@ use serde_json::Value;
 use super::client::{BoxFuture, ClientError, EventType, Kind, kinds};
 use super::obj;
 use super::runtime::{ObjKey, Reconciler, Registration, Requeue, Runtime};
-use crate::authz::admission::storage_protection::{PV_FINALIZER, PVC_FINALIZER, add_finalizer};
+use crate::authz::admission::storage_protection::{
+    PV_FINALIZER, PVC_FINALIZER, VAC_FINALIZER, add_finalizer,
+};
 
 /// The claims `pod` mounts, by name.
 fn claims_of(pod: &Value) -> Vec<String> {
@@ -36,6 +40,18 @@ fn claims_of(pod: &Value) -> Vec<String> {
                 .then(|| format!("{pod_name}-{}", v["name"].as_str().unwrap_or_default()))
         })
         .collect()
+}
+
+/// The VolumeAttributesClasses a claim or volume names: a claim's wanted,
+/// current and target class, a volume's class.
+fn classes_of(o: &Value) -> impl Iterator<Item = &str> {
+    [
+        &o["spec"]["volumeAttributesClassName"],
+        &o["status"]["currentVolumeAttributesClassName"],
+        &o["status"]["modifyVolumeStatus"]["targetVolumeAttributesClassName"],
+    ]
+    .into_iter()
+    .filter_map(Value::as_str)
 }
 
 /// Whether `pod` still holds its claims: scheduled (the kubelet will not
@@ -65,7 +81,7 @@ fn without_finalizer(o: &Value, finalizer: &str) -> Value {
     next
 }
 
-/// One of the two controllers: the claims' or the volumes'.
+/// One of the three controllers: the claims', the volumes' or the classes'.
 pub struct StorageProtection {
     rt: Arc<Runtime>,
     kind: Kind,
@@ -73,7 +89,7 @@ pub struct StorageProtection {
 }
 
 impl StorageProtection {
-    /// Wires both controllers to the claim, volume and Pod informers.
+    /// Wires the controllers to the claim, volume, class and Pod informers.
     pub fn register(rt: &Arc<Runtime>) -> Vec<Registration> {
         let pvc_queue = rt.queue("pvc-protection");
         let q = pvc_queue.clone();
@@ -103,7 +119,37 @@ impl StorageProtection {
                 q.add(ObjKey::of(&c.new));
             }
         });
+        let vac_queue = rt.queue("vac-protection");
+        let q = vac_queue.clone();
+        rt.informer(kinds::VOLUME_ATTRIBUTES_CLASS)
+            .on_change(move |c| {
+                if c.kind != EventType::Deleted {
+                    q.add(ObjKey::of(&c.new));
+                }
+            });
+        // A claim or volume that lets go of a class being deleted releases it.
+        for kind in [kinds::PVC, kinds::PV] {
+            let q = vac_queue.clone();
+            let classes = rt.informer(kinds::VOLUME_ATTRIBUTES_CLASS).clone();
+            rt.informer(kind).on_change(move |c| {
+                let old = c.old.as_deref().into_iter().flat_map(classes_of);
+                for name in old.chain(classes_of(&c.new)) {
+                    if classes.get_by("", name).is_some_and(|v| obj::deleting(&v)) {
+                        q.add(ObjKey::new("", name));
+                    }
+                }
+            });
+        }
         vec![
+            Registration {
+                name: "vac-protection",
+                queue: vac_queue,
+                reconciler: Arc::new(Self {
+                    rt: rt.clone(),
+                    kind: kinds::VOLUME_ATTRIBUTES_CLASS,
+                    finalizer: VAC_FINALIZER,
+                }),
+            },
             Registration {
                 name: "pvc-protection",
                 queue: pvc_queue,
@@ -129,6 +175,12 @@ impl StorageProtection {
     fn in_use(&self, o: &Value) -> bool {
         if self.kind == kinds::PV {
             return o["status"]["phase"] == "Bound";
+        }
+        if self.kind == kinds::VOLUME_ATTRIBUTES_CLASS {
+            let name = obj::name(o);
+            let names = |v: &Arc<Value>| classes_of(v).any(|c| c == name);
+            return self.rt.informer(kinds::PVC).list().iter().any(names)
+                || self.rt.informer(kinds::PV).list().iter().any(names);
         }
         let name = obj::name(o);
         self.rt

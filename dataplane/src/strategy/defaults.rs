@@ -1,6 +1,6 @@
 //! Upstream's `SetDefaults_*` for the kinds without a strategy of their own,
 //! as the differential suite's goldens show kube-apiserver 1.34 fills them:
-//! ReplicationController, Namespace, PersistentVolume and PersistentVolumeClaim,
+//! ReplicationController, Secret, Namespace, PersistentVolume and PersistentVolumeClaim,
 //! NetworkPolicy, PriorityClass, StorageClass, CSIDriver and the webhook
 //! configurations.
 
@@ -61,6 +61,7 @@ pub fn default_object(kind: &str, object: &mut Value) {
             }
             meta["labels"]["kubernetes.io/metadata.name"] = json!(name);
         }
+        "Secret" => secret(object),
         "PriorityClass" => {
             set_default(object, "preemptionPolicy", json!("PreemptLowerPriority"));
         }
@@ -150,6 +151,27 @@ fn replication_controller(object: &mut Value) {
     }
 }
 
+/// `SetDefaults_Secret` and the v1 → internal conversion: `type` Opaque,
+/// and `stringData` folded into `data` (its keys win), as no Secret is
+/// ever stored or answered with `stringData`.
+fn secret(object: &mut Value) {
+    use base64::Engine as _;
+    set_default(object, "type", json!("Opaque"));
+    let Some(Value::Object(strings)) = object.as_object_mut().and_then(|o| o.remove("stringData"))
+    else {
+        return;
+    };
+    if !object["data"].is_object() {
+        object["data"] = json!({});
+    }
+    for (key, value) in strings {
+        if let Value::String(text) = value {
+            let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+            object["data"][key] = Value::String(encoded);
+        }
+    }
+}
+
 /// `SetDefaults_NetworkPolicy*`: ports' protocol TCP, and `policyTypes`
 /// from the rules given.
 fn network_policy(object: &mut Value) {
@@ -203,6 +225,16 @@ mod tests {
         assert_eq!(rc["metadata"]["labels"], json!({"app": "a"}));
         assert_eq!(rc["spec"]["replicas"], 1);
         assert_eq!(rc["spec"]["template"]["spec"]["restartPolicy"], "Always");
+    }
+
+    #[test]
+    fn secrets_fold_string_data_into_data() {
+        let mut s = json!({"metadata": {"name": "s"}, "data": {"a": "eA==", "b": "eA=="},
+            "stringData": {"b": "t0p", "c": ""}});
+        default_object("Secret", &mut s);
+        assert_eq!(s["data"], json!({"a": "eA==", "b": "dDBw", "c": ""}));
+        assert_eq!(s["type"], "Opaque");
+        assert!(s.get("stringData").is_none());
     }
 
     #[test]

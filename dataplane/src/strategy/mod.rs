@@ -118,6 +118,7 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
         &Defaults(defaults::default_object),
     ),
     ("", "Namespace", &namespace::NamespaceStrategy),
+    ("", "Secret", &Defaults(defaults::default_object)),
     (
         "certificates.k8s.io",
         "CertificateSigningRequest",

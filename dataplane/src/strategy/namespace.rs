@@ -32,7 +32,7 @@ impl Strategy for NamespaceStrategy {
                 new["spec"]["finalizers"] = f.clone();
             }
             _ => {
-                if let Some(spec) = new["spec"].as_object_mut() {
+                if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
                     spec.remove("finalizers");
                 }
             }

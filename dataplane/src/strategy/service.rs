@@ -37,7 +37,7 @@ fn default_spec(spec: &mut Value) {
     set_default(spec, "type", json!("ClusterIP"));
     set_default(spec, "sessionAffinity", json!("None"));
     let kind = kind_of(spec).to_owned();
-    if let Some(ports) = spec["ports"].as_array_mut() {
+    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
         for p in ports {
             set_default(p, "protocol", json!("TCP"));
             // Go's zero IntOrString (`0` or `""`, which clients send) is unset.
@@ -219,7 +219,7 @@ fn allocate_node_ports(
 ) -> Result<(), ApiError> {
     let needs_hc = needs_health_check_port(spec);
     if needs_node_ports(spec)
-        && let Some(ports) = spec["ports"].as_array_mut()
+        && let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut)
     {
         for (i, p) in ports.iter_mut().enumerate() {
             match p["nodePort"].as_i64().filter(|n| *n != 0) {
@@ -345,7 +345,7 @@ impl Strategy for ServiceStrategy {
         // changed are left for validation to refuse.
         if !needs_node_ports(spec) && needs_node_ports(old_spec) {
             let old_ports = old_spec["ports"].as_array().cloned().unwrap_or_default();
-            for p in spec["ports"].as_array_mut().into_iter().flatten() {
+            for p in spec.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
                 let held = old_ports
                     .iter()
                     .any(|o| !o["nodePort"].is_null() && o["nodePort"] == p["nodePort"]);
@@ -381,7 +381,7 @@ impl Strategy for ServiceStrategy {
         // patchAllocatedValues keeps them.
         if needs_node_ports(spec) && needs_node_ports(old_spec) {
             let old_ports = old_spec["ports"].as_array().cloned().unwrap_or_default();
-            if let Some(ports) = spec["ports"].as_array_mut() {
+            if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
                 for p in ports.iter_mut() {
                     if p["nodePort"].as_i64().is_some_and(|n| n != 0) {
                         continue;

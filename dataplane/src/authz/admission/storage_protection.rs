@@ -1,8 +1,10 @@
 //! StorageObjectInUseProtection: every new PersistentVolumeClaim gets the
-//! `kubernetes.io/pvc-protection` finalizer and every new PersistentVolume
-//! `kubernetes.io/pv-protection`, so a claim a Pod still uses, or a bound
-//! volume, stays `Terminating` until the protection controllers
-//! ([`crate::controllers::storage_protection`]) release it.
+//! `kubernetes.io/pvc-protection` finalizer, every new PersistentVolume
+//! `kubernetes.io/pv-protection` and every new VolumeAttributesClass
+//! `kubernetes.io/vac-protection`, so a claim a Pod still uses, a bound
+//! volume or a class a claim or volume names stays `Terminating` until the
+//! protection controllers ([`crate::controllers::storage_protection`])
+//! release it.
 
 use serde_json::{Value, json};
 
@@ -12,12 +14,15 @@ use super::Operation;
 pub const PVC_FINALIZER: &str = "kubernetes.io/pvc-protection";
 /// The finalizer of a bound PersistentVolume.
 pub const PV_FINALIZER: &str = "kubernetes.io/pv-protection";
+/// The finalizer of a VolumeAttributesClass in use.
+pub const VAC_FINALIZER: &str = "kubernetes.io/vac-protection";
 
-/// The protection finalizer of core `resource`, if it has one.
+/// The protection finalizer of `resource` in `group`, if it has one.
 pub fn finalizer_of(group: &str, resource: &str) -> Option<&'static str> {
     match (group, resource) {
         ("", "persistentvolumeclaims") => Some(PVC_FINALIZER),
         ("", "persistentvolumes") => Some(PV_FINALIZER),
+        ("storage.k8s.io", "volumeattributesclasses") => Some(VAC_FINALIZER),
         _ => None,
     }
 }
