@@ -100,7 +100,9 @@ fn taint_not_ready(node: &mut Value) {
         *taints = json!([]);
     }
     if let Some(list) = taints.as_array_mut()
-        && !list.iter().any(|t| t["key"] == NOT_READY && t["effect"] == "NoSchedule")
+        && !list
+            .iter()
+            .any(|t| t["key"] == NOT_READY && t["effect"] == "NoSchedule")
     {
         list.push(json!({"key": NOT_READY, "effect": "NoSchedule"}));
     }

@@ -638,6 +638,11 @@ impl Handler<'_> {
                 let mut body = Vec::with_capacity(256 + items.len() * 512);
                 // The list as the wire writes it, its items cut off to be
                 // written one by one.
+                let mut meta = meta;
+                if rt.custom.is_some() && meta["continue"].is_null() {
+                    // An unstructured list always sets its continue token.
+                    meta["continue"] = json!("");
+                }
                 let head = json!({ "kind": rt.list_kind, "apiVersion": rt.api_version(),
                     "metadata": meta, "items": [] });
                 let head = wire::to_vec(&head);
@@ -785,7 +790,8 @@ impl Handler<'_> {
         // As upstream: the request's manager owns what it sent and what its
         // decoder defaulted, not what the registry or admission plugins add.
         self.as_decoded(&mut named);
-        custom_strategy::prepare_create(rt, &mut named, self.unknown_fields())?;
+        let warnings = custom_strategy::prepare_create(rt, &mut named, self.unknown_fields())?;
+        self.warnings.lock().extend(warnings);
         self.track_stored(None, &mut named);
         // The uid is the registry's, chosen before the strategy (a Job's
         // selector is made of it); whatever the body said is dropped.
@@ -819,7 +825,10 @@ impl Handler<'_> {
             }
         }
         self.as_decoded(&mut body);
-        custom_strategy::prepare_update(self.rt(), &mut body, &current, self.unknown_fields())?;
+        custom_strategy::require_resource_version(self.rt(), &body)?;
+        let warnings =
+            custom_strategy::prepare_update(self.rt(), &mut body, &current, self.unknown_fields())?;
+        self.warnings.lock().extend(warnings);
         self.track_stored(Some(&current), &mut body);
         strategy::prepare_update(&self.strategy(), self.rt(), &current, &mut body)?;
         self.validate(&body, Some(&current))?;
@@ -963,15 +972,6 @@ impl Handler<'_> {
         admission.dry_run = req.dry_run;
         admission.admit_delete(&current, &req.raw).await?;
         let clock = self.engine.registry().clock().clone();
-        if !req.dry_run {
-            let now = clock
-                .now()
-                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-            if let Some(next) = custom_strategy::prepare_delete(self.rt(), &current, &now) {
-                // The type holds the object for its own cleanup first (CRDs).
-                self.store.update(&key, next, &req.options.preconditions)?;
-            }
-        }
         let answer = delete::delete_one(&self.store, &clock, self.rt(), &key, &req).map_err(
             |e| match e {
                 ApiError::ObjectNotFound(_) => self.not_found(&key),
@@ -1105,6 +1105,9 @@ impl Handler<'_> {
     async fn update_sub(&self, sub: Sub, body: Value) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
         let current = self.current(&key)?;
+        if sub == Sub::Status {
+            custom_strategy::require_resource_version(self.rt(), &body)?;
+        }
         let mut next = self.unview(sub, &current, &body)?;
         custom_strategy::prepare_update(self.rt(), &mut next, &current, UnknownFields::Drop)?;
         let mut next = self

@@ -167,12 +167,7 @@ pub fn columns_of(rt: &ResourceType) -> Vec<Column> {
             name: c.name.clone(),
             ty: c.ty.clone(),
             priority: c.priority,
-            // Upstream prints `date` columns as an age.
-            cell: if c.ty == "date" {
-                format!("ageOf:{}", c.json_path)
-            } else {
-                c.json_path.clone()
-            },
+            cell: format!("column:{}:{}", c.ty, c.json_path),
             description: Some(c.description.clone()),
         }));
         return cols;
@@ -326,6 +321,10 @@ fn cell(expr: &str, o: &Value, now: DateTime<Utc>) -> Value {
         }
         "age" => json!(age_of(one(o, ".metadata.creationTimestamp"), now)),
         "createdAt" => o["metadata"]["creationTimestamp"].clone(),
+        "column" => {
+            let (ty, path) = arg.split_once(':').unwrap_or((arg, ""));
+            column_cell(ty, path, o, now)
+        }
         "ageOf" => match one(o, arg) {
             Some(t) => json!(age_of(Some(t), now)),
             None => json!(NONE),
@@ -651,6 +650,28 @@ fn cell(expr: &str, o: &Value, now: DateTime<Utc>) -> Value {
             }
         }
         _ => json!(NONE),
+    }
+}
+
+/// A custom type's `additionalPrinterColumns` cell, as upstream's CRD table
+/// convertor fills it: null where the path finds nothing or a value of
+/// another type than the column's; `date` columns as an age.
+fn column_cell(ty: &str, path: &str, o: &Value, now: DateTime<Utc>) -> Value {
+    let Some(v) = lookup(o, path).into_iter().next() else {
+        return Value::Null;
+    };
+    match (ty, v) {
+        ("string", Value::String(_)) => v.clone(),
+        ("string", Value::Null) => Value::Null,
+        ("string", other) => json!(text(other)),
+        ("integer", Value::Number(n)) => n
+            .as_i64()
+            // Go converts a float64 to int64 by truncation.
+            .or_else(|| n.as_f64().filter(|f| f.is_finite()).map(|f| f as i64))
+            .map_or(Value::Null, |i| json!(i)),
+        ("number", Value::Number(_)) | ("boolean", Value::Bool(_)) => v.clone(),
+        ("date", Value::String(_)) => json!(age_of(Some(v), now)),
+        _ => Value::Null,
     }
 }
 

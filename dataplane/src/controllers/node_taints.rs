@@ -35,10 +35,17 @@ pub fn tainted(node: &Value) -> Option<Vec<Value>> {
         Some("Unknown") => Some(UNREACHABLE),
         _ => None,
     };
-    let taints: Vec<Value> = node["spec"]["taints"].as_array().cloned().unwrap_or_default();
-    let ours = |t: &Value| t["effect"] == "NoSchedule" && (t["key"] == NOT_READY || t["key"] == UNREACHABLE);
+    let taints: Vec<Value> = node["spec"]["taints"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let ours = |t: &Value| {
+        t["effect"] == "NoSchedule" && (t["key"] == NOT_READY || t["key"] == UNREACHABLE)
+    };
     let has_wanted = want.is_none_or(|key| taints.iter().any(|t| ours(t) && t["key"] == key));
-    let has_other = taints.iter().any(|t| ours(t) && Some(t["key"].as_str().unwrap_or_default()) != want);
+    let has_other = taints
+        .iter()
+        .any(|t| ours(t) && Some(t["key"].as_str().unwrap_or_default()) != want);
     if has_wanted && !has_other {
         return None;
     }
@@ -114,7 +121,10 @@ mod tests {
     #[test]
     fn ready_nodes_lose_the_not_ready_taint_alone() {
         let own = json!({"key": "a", "effect": "NoSchedule"});
-        let n = node(Some("True"), json!([own, {"key": NOT_READY, "effect": "NoSchedule"}]));
+        let n = node(
+            Some("True"),
+            json!([own, {"key": NOT_READY, "effect": "NoSchedule"}]),
+        );
         assert_eq!(tainted(&n), Some(vec![own.clone()]));
         assert_eq!(tainted(&node(Some("True"), json!([own]))), None);
     }
@@ -122,7 +132,10 @@ mod tests {
     #[test]
     fn not_ready_and_unknown_nodes_are_tainted() {
         let not_ready = json!({"key": NOT_READY, "effect": "NoSchedule"});
-        assert_eq!(tainted(&node(Some("False"), json!(null))), Some(vec![not_ready.clone()]));
+        assert_eq!(
+            tainted(&node(Some("False"), json!(null))),
+            Some(vec![not_ready.clone()])
+        );
         assert_eq!(tainted(&node(Some("False"), json!([not_ready]))), None);
         assert_eq!(
             tainted(&node(Some("Unknown"), json!([not_ready]))),

@@ -12,12 +12,14 @@ use crate::authz::admission::{compile_cel, execute_cel, to_cel};
 use crate::error::Cause;
 
 /// Checks `value` (and `old`, the stored value at the same place) against
-/// `schema` at `path`, adding what fails to `out`.
+/// `schema` at `path`, adding what fails to `out`; the CEL rules only when
+/// `rules` (list uniqueness always).
 pub fn validate(
     schema: &Value,
     value: &Value,
     old: Option<&Value>,
     path: &str,
+    rules: bool,
     out: &mut Vec<Cause>,
 ) {
     if !schema.is_object() || value.is_null() {
@@ -29,7 +31,14 @@ pub fn validate(
             let item_schema = &schema["items"];
             for (i, item) in items.iter().enumerate() {
                 let before = old.and_then(|o| correlate(schema, item, o));
-                validate(item_schema, item, before, &format!("{path}[{i}]"), out);
+                validate(
+                    item_schema,
+                    item,
+                    before,
+                    &format!("{path}[{i}]"),
+                    rules,
+                    out,
+                );
             }
         }
         Value::Object(m) => {
@@ -37,20 +46,29 @@ pub fn validate(
                 for (k, s) in props {
                     if let Some(child) = m.get(k) {
                         let before = old.and_then(|o| o.get(k));
-                        validate(s, child, before, &child_path(path, k), out);
+                        validate(s, child, before, &child_path(path, k), rules, out);
                     }
                 }
             } else if schema["additionalProperties"].is_object() {
                 for (k, child) in m {
                     let before = old.and_then(|o| o.get(k));
                     let at = format!("{path}[{k}]");
-                    validate(&schema["additionalProperties"], child, before, &at, out);
+                    validate(
+                        &schema["additionalProperties"],
+                        child,
+                        before,
+                        &at,
+                        rules,
+                        out,
+                    );
                 }
             }
         }
         _ => {}
     }
-    rules(schema, value, old, path, out);
+    if rules {
+        self::rules(schema, value, old, path, out);
+    }
 }
 
 fn child_path(path: &str, k: &str) -> String {
@@ -202,7 +220,7 @@ mod tests {
 
     fn messages(value: Value, old: Option<Value>) -> Vec<String> {
         let mut out = Vec::new();
-        validate(&schema(), &value, old.as_ref(), "", &mut out);
+        validate(&schema(), &value, old.as_ref(), "", true, &mut out);
         out.into_iter()
             .map(|c| format!("{}: {}", c.field, c.message))
             .collect()

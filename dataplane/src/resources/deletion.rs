@@ -53,6 +53,7 @@ pub fn strategy(api_version: &str, kind: &str) -> DeleteStrategy {
         group: group.to_owned(),
         graceful: api_version == "v1" && kind == "Pod",
         namespace: api_version == "v1" && kind == "Namespace",
+        crd: api_version == "apiextensions.k8s.io/v1" && kind == "CustomResourceDefinition",
         gc: collected.then(|| gc_policy(api_version, kind)),
     }
 }

@@ -6,24 +6,25 @@
 //!   (`conversion: None`);
 //! - events.k8s.io/v1 Events: stored as core/v1 Events and served back
 //!   converted ([`super::events`]);
-//! - CustomResourceDefinition: defaulting and validation, and, on the first
-//!   DELETE, the `customresourcecleanup.apiextensions.k8s.io` finalizer with a
-//!   `Terminating` condition (the CRD controller then deletes its objects).
+//! - CustomResourceDefinition: defaulting and validation (its first DELETE
+//!   is the store's [`crate::store::deletion`] plan).
 
 use std::borrow::Cow;
 
 use serde_json::{Value, json};
 
-use super::custom::{self, CLEANUP_FINALIZER, CustomSpec};
+use super::custom::{self, CustomSpec};
 use super::{ResourceType, cel_rules, crd_validation, events, schema};
 use crate::error::{ApiError, Cause, Target};
 
 /// How unknown fields of a body are treated (`fieldValidation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum UnknownFields {
-    /// Dropped silently (patches, `Ignore`, `Warn`).
+    /// Dropped silently (patches, `Ignore`).
     #[default]
     Drop,
+    /// Dropped, each with a warning (`Warn`, the default).
+    Warn,
     /// Refused with upstream's strict decoding error (`Strict`).
     Refuse,
 }
@@ -33,7 +34,8 @@ impl UnknownFields {
     pub fn from_param(value: Option<&str>) -> Self {
         match value {
             Some("Strict") => UnknownFields::Refuse,
-            _ => UnknownFields::Drop,
+            Some("Ignore") => UnknownFields::Drop,
+            _ => UnknownFields::Warn,
         }
     }
 }
@@ -58,22 +60,51 @@ fn invalid(rt: &ResourceType, object: &Value, causes: Vec<Cause>) -> ApiError {
     }
 }
 
-/// Runs before a new object is stored.
+/// Refuses a PUT of a custom resource without `metadata.resourceVersion`:
+/// custom resources allow no unconditional update. Upstream names the
+/// resource, not the kind, in this one error.
+pub fn require_resource_version(rt: &ResourceType, object: &Value) -> Result<(), ApiError> {
+    let given = object["metadata"]["resourceVersion"]
+        .as_str()
+        .is_some_and(|v| !v.is_empty());
+    if rt.custom.is_none() || given {
+        return Ok(());
+    }
+    Err(ApiError::Invalid {
+        target: Target {
+            name: object["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            group: rt.group.clone(),
+            kind: rt.plural.clone(),
+        },
+        kind: format!("{}.{}", rt.plural, rt.group),
+        causes: vec![Cause {
+            reason: "FieldValueInvalid".into(),
+            message: "Invalid value: 0: must be specified for an update".into(),
+            field: "metadata.resourceVersion".into(),
+        }],
+    })
+}
+
+/// Runs before a new object is stored; the warnings to answer with.
 pub fn prepare_create(
     rt: &ResourceType,
     object: &mut Value,
     unknown: UnknownFields,
-) -> Result<(), ApiError> {
+) -> Result<Vec<String>, ApiError> {
     prepare(rt, object, None, unknown)
 }
 
-/// Runs before a changed object is stored (`old` as stored).
+/// Runs before a changed object is stored (`old` as stored); the warnings
+/// to answer with.
 pub fn prepare_update(
     rt: &ResourceType,
     object: &mut Value,
     old: &Value,
     unknown: UnknownFields,
-) -> Result<(), ApiError> {
+) -> Result<Vec<String>, ApiError> {
     prepare(rt, object, Some(old), unknown)
 }
 
@@ -82,7 +113,7 @@ fn prepare(
     object: &mut Value,
     old: Option<&Value>,
     unknown: UnknownFields,
-) -> Result<(), ApiError> {
+) -> Result<Vec<String>, ApiError> {
     if let Some(spec) = &rt.custom {
         return prepare_custom(rt, spec, object, old, unknown);
     }
@@ -92,7 +123,7 @@ fn prepare(
             events::validate_create(&core)?;
         }
         *object = core;
-        return Ok(());
+        return Ok(Vec::new());
     }
     if custom::is_crd(rt) {
         crd_validation::apply_defaults(object);
@@ -101,7 +132,7 @@ fn prepare(
             return Err(invalid(rt, object, causes));
         }
     }
-    Ok(())
+    Ok(Vec::new())
 }
 
 fn prepare_custom(
@@ -110,63 +141,126 @@ fn prepare_custom(
     object: &mut Value,
     old: Option<&Value>,
     unknown: UnknownFields,
-) -> Result<(), ApiError> {
+) -> Result<Vec<String>, ApiError> {
+    let mut warnings = Vec::new();
     if spec.schema.is_object() {
         schema::apply_defaults(&spec.schema, object);
         let mut removed = Vec::new();
         schema::prune(&spec.schema, object, "", &mut removed);
-        if unknown == UnknownFields::Refuse && !removed.is_empty() {
-            let fields: Vec<String> = removed
-                .iter()
-                .map(|f| format!("unknown field \"{f}\""))
-                .collect();
-            return Err(ApiError::BadRequest(format!(
-                "{kind} in version \"{v}\" cannot be handled as a {kind}: strict decoding error: {}",
-                fields.join(", "),
-                kind = rt.kind,
-                v = rt.version,
-            )));
+        let unknown_fields = removed.iter().map(|f| format!("unknown field \"{f}\""));
+        match unknown {
+            UnknownFields::Refuse if !removed.is_empty() => {
+                return Err(ApiError::BadRequest(format!(
+                    "{kind} in version \"{v}\" cannot be handled as a {kind}: strict decoding error: {}",
+                    unknown_fields.collect::<Vec<_>>().join(", "),
+                    kind = rt.kind,
+                    v = rt.version,
+                )));
+            }
+            UnknownFields::Warn => warnings.extend(unknown_fields),
+            _ => {}
         }
         let mut causes = Vec::new();
         schema::validate(&spec.schema, object, "", &mut causes);
-        cel_rules::validate(&spec.schema, object, old, "", &mut causes);
+        if let Some(paths) = &spec.scale {
+            scale_causes(paths, object, &mut causes);
+        }
+        // Upstream skips the CEL rules once the schema found a value of the
+        // wrong shape, and says so.
+        let blocking = causes.iter().any(|c| {
+            matches!(
+                c.reason.as_str(),
+                "FieldValueNotSupported"
+                    | "FieldValueRequired"
+                    | "FieldValueTooLong"
+                    | "FieldValueTooMany"
+                    | "FieldValueTypeInvalid"
+            )
+        });
+        cel_rules::validate(&spec.schema, object, old, "", !blocking, &mut causes);
+        if blocking {
+            causes.push(Cause {
+                reason: "FieldValueInvalid".into(),
+                message: "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
+                field: "<nil>".into(),
+            });
+        }
         if !causes.is_empty() {
             return Err(invalid(rt, object, causes));
         }
     }
     object["apiVersion"] = json!(format!("{}/{}", rt.group, spec.storage_version));
-    Ok(())
+    Ok(warnings)
 }
 
-/// The write to make before a DELETE goes to the store, if the type wants
-/// one: a CRD not yet terminating gets the cleanup finalizer and the
-/// `Terminating` condition, as upstream's CRD storage does.
-pub fn prepare_delete(rt: &ResourceType, current: &Value, now: &str) -> Option<Value> {
-    if !custom::is_crd(rt) || current["metadata"]["deletionTimestamp"].is_string() {
-        return None;
+/// The `scale` subresource's own checks of the replica counts and selector
+/// it reads (upstream's `ValidateScaleSpec` and `ValidateScaleStatus`).
+fn scale_causes(paths: &custom::ScalePaths, object: &Value, out: &mut Vec<Cause>) {
+    let counts = [Some(&paths.spec_replicas), Some(&paths.status_replicas)];
+    for path in counts.into_iter().flatten() {
+        let message = match custom::get_path(object, path) {
+            None | Some(Value::Null) => continue,
+            Some(Value::Number(n)) => match n.as_i64() {
+                Some(r) if r < 0 => (r, "should be a non-negative integer".to_owned()),
+                Some(r) if r > i64::from(i32::MAX) => {
+                    (r, format!("should be less than or equal to {}", i32::MAX))
+                }
+                Some(_) => continue,
+                None => (
+                    0,
+                    format!("{path} accessor error: {n} is of the type float64, expected int64"),
+                ),
+            },
+            Some(v) => (
+                0,
+                format!(
+                    "{path} accessor error: {} is of the type {}, expected int64",
+                    go_text(v),
+                    go_type(v)
+                ),
+            ),
+        };
+        out.push(Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!("Invalid value: {}: {}", message.0, message.1),
+            field: path.clone(),
+        });
     }
-    let mut next = current.clone();
-    let finalizers = next["metadata"]["finalizers"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    if !finalizers.iter().any(|f| f == CLEANUP_FINALIZER) {
-        let mut f = finalizers;
-        f.push(json!(CLEANUP_FINALIZER));
-        next["metadata"]["finalizers"] = json!(f);
+    if let Some(path) = &paths.label_selector
+        && let Some(v) = custom::get_path(object, path).filter(|v| !v.is_null() && !v.is_string())
+    {
+        out.push(Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!(
+                "Invalid value: \"\": {path} accessor error: {} is of the type {}, expected string",
+                go_text(v),
+                go_type(v)
+            ),
+            field: path.clone(),
+        });
     }
-    let mut conditions: Vec<Value> = next["status"]["conditions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    conditions.retain(|c| c["type"] != "Terminating");
-    conditions.push(json!({
-        "type": "Terminating", "status": "True", "lastTransitionTime": now,
-        "reason": "InstanceDeletionPending",
-        "message": "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
-    }));
-    next["status"]["conditions"] = json!(conditions);
-    Some(next)
+}
+
+/// How Go's `%v` prints a decoded JSON value.
+fn go_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Go's `%T` of a decoded JSON value.
+fn go_type(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "string",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "int64",
+        Value::Number(_) => "float64",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
+        Value::Null => "<nil>",
+    }
 }
 
 /// An object as served at `rt`'s version: custom resources are stored in
@@ -253,21 +347,5 @@ mod tests {
         assert!(converts(v2) && converts(v1));
         let stored = json!({ "apiVersion": "stable.example.com/v1", "metadata": { "name": "c" }, "spec": {} });
         assert_eq!(present(v1, &stored)["spec"], json!({ "replicas": 1 }));
-    }
-
-    #[test]
-    fn deleting_a_crd_first_adds_the_cleanup_finalizer() {
-        let rt = super::super::ResourceRegistry::builtin()
-            .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-            .unwrap();
-        let next = prepare_delete(&rt, &crd(), "t").unwrap();
-        assert_eq!(next["metadata"]["finalizers"][0], CLEANUP_FINALIZER);
-        assert_eq!(
-            next["status"]["conditions"][0]["reason"],
-            "InstanceDeletionPending"
-        );
-        let mut terminating = next.clone();
-        terminating["metadata"]["deletionTimestamp"] = json!("t");
-        assert!(prepare_delete(&rt, &terminating, "t").is_none());
     }
 }

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use super::{Object, Preconditions};
 use crate::error::{ApiError, Target};
+use crate::resources::custom::CLEANUP_FINALIZER;
 
 /// The garbage collector's finalizer for `Orphan` propagation.
 pub const ORPHAN: &str = "orphan";
@@ -58,6 +59,11 @@ pub struct DeleteStrategy {
     /// it goes once `spec.finalizers` (the namespace controller's) and
     /// `metadata.finalizers` are empty.
     pub namespace: bool,
+    /// CustomResourceDefinition-style deletion: the first DELETE only marks
+    /// it (its deletion stamped, the cleanup finalizer, a `Terminating`
+    /// condition; no grace period, generation bump or collector finalizer);
+    /// later ones delete as any object.
+    pub crd: bool,
     /// The default garbage-collection policy; `None` when the garbage
     /// collector does not look after this kind (no finalizers are set).
     pub gc: Option<GcPolicy>,
@@ -72,6 +78,7 @@ impl DeleteStrategy {
             group: group.to_owned(),
             graceful: false,
             namespace: false,
+            crd: false,
             gc: None,
         }
     }
@@ -426,6 +433,43 @@ fn plan_namespace(
     Ok(Some(Plan::Write(next)))
 }
 
+/// The CRD registry's own first DELETE: a write marking it deleted, which
+/// the CRD controller acts on (it removes the instances, then the
+/// finalizer); `None` once marked.
+fn plan_crd(
+    strategy: &DeleteStrategy,
+    current: &Value,
+    opts: &DeleteOptions,
+    now: DateTime<Utc>,
+) -> Result<Option<Plan>, ApiError> {
+    if current["metadata"]["deletionTimestamp"].is_string() {
+        return Ok(None);
+    }
+    check_preconditions(strategy, current, &opts.preconditions)?;
+    let mut next = current.clone();
+    next["metadata"]["deletionTimestamp"] = json!(stamp(now));
+    let mut list = finalizers(current);
+    if !list.iter().any(|f| f == CLEANUP_FINALIZER) {
+        list.push(CLEANUP_FINALIZER.into());
+    }
+    set_finalizers(&mut next, list);
+    if !next["status"].is_object() {
+        next["status"] = json!({});
+    }
+    let mut conditions: Vec<Value> = next["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    conditions.retain(|c| c["type"] != "Terminating");
+    conditions.push(json!({
+        "type": "Terminating", "status": "True", "lastTransitionTime": stamp(now),
+        "reason": "InstanceDeletionPending",
+        "message": "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+    }));
+    next["status"]["conditions"] = json!(conditions);
+    Ok(Some(Plan::Write(next)))
+}
+
 /// Decides what deleting `current` does. Preconditions are checked first
 /// (409 Conflict as upstream words it).
 pub fn plan(
@@ -436,6 +480,11 @@ pub fn plan(
 ) -> Result<Plan, ApiError> {
     if strategy.namespace
         && let Some(plan) = plan_namespace(current, opts, now)?
+    {
+        return Ok(plan);
+    }
+    if strategy.crd
+        && let Some(plan) = plan_crd(strategy, current, opts, now)?
     {
         return Ok(plan);
     }
@@ -529,6 +578,7 @@ mod tests {
             group: "apps".into(),
             graceful: false,
             namespace: false,
+            crd: false,
             gc: Some(GcPolicy::DeleteDependents),
         }
     }
@@ -596,6 +646,7 @@ mod tests {
             group: String::new(),
             graceful: true,
             namespace: false,
+            crd: false,
             gc: Some(GcPolicy::DeleteDependents),
         };
         let pod = json!({"metadata": {"name": "p", "uid": "u", "resourceVersion": "3"},

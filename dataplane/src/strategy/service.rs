@@ -345,7 +345,12 @@ impl Strategy for ServiceStrategy {
         // changed are left for validation to refuse.
         if !needs_node_ports(spec) && needs_node_ports(old_spec) {
             let old_ports = old_spec["ports"].as_array().cloned().unwrap_or_default();
-            for p in spec.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
+            for p in spec
+                .get_mut("ports")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
                 let held = old_ports
                     .iter()
                     .any(|o| !o["nodePort"].is_null() && o["nodePort"] == p["nodePort"]);
