@@ -6,7 +6,9 @@
 //! test over HTTPS with its own CA (by `url` and by `service`), mutate and
 //! refuse as they answer, and are skipped when a `matchConditions` CEL
 //! expression does not hold; `failurePolicy` Ignore and Fail when a webhook is
-//! down.
+//! down. PodSecurity: a namespace's `pod-security.kubernetes.io` labels
+//! refuse and warn as upstream's plugin words it, bad labels are refused,
+//! and a Deployment's Pods that break `enforce` are never created.
 
 mod common;
 
@@ -659,5 +661,96 @@ fn validating_admission_policies_deny_and_warn() {
             "is forbidden: ValidatingAdmissionPolicy 'controller-pods' with binding 'controller-pods-ctl' denied request: at most 1 container(s), got 2"
         ),
         "{message}"
+    );
+}
+
+#[test]
+fn pod_security_refuses_warns_and_holds_controllers_to_it() {
+    let c = Cluster::new("pod-security");
+    c.ok(&["create", "namespace", "locked"]);
+    c.ok(&[
+        "label",
+        "namespace",
+        "locked",
+        "pod-security.kubernetes.io/enforce=restricted",
+    ]);
+    let bad_label = c.refused(&[
+        "label",
+        "namespace",
+        "locked",
+        "pod-security.kubernetes.io/warn=strictest",
+    ]);
+    assert!(
+        bad_label.contains("metadata.labels[pod-security.kubernetes.io/warn]: Invalid value: \"strictest\": must be one of privileged, baseline, restricted"),
+        "{bad_label}"
+    );
+
+    let refused = c.refused(&[
+        "run",
+        "priv",
+        "-n",
+        "locked",
+        "--image=busybox",
+        "--privileged",
+    ]);
+    assert!(
+        refused.contains("pods \"priv\" is forbidden: violates PodSecurity \"restricted:latest\": privileged (container \"priv\" must not set securityContext.privileged=true), allowPrivilegeEscalation != false"),
+        "{refused}"
+    );
+
+    // A workload is admitted with a warning; its Pods are not.
+    let out = c.kubectl(&[
+        "create",
+        "deployment",
+        "web",
+        "-n",
+        "locked",
+        "--image=nginx",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let warned = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        warned.contains("Warning: would violate PodSecurity \"restricted:latest\": allowPrivilegeEscalation != false (container \"nginx\" must set securityContext.allowPrivilegeEscalation=false)"),
+        "{warned}"
+    );
+    let failed = &[
+        "get",
+        "events",
+        "-n",
+        "locked",
+        "--field-selector=reason=FailedCreate",
+        "-o",
+        "jsonpath={.items[*].message}",
+    ];
+    let mut events = String::new();
+    for _ in 0..200 {
+        events = c.ok(failed);
+        if !events.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        events.contains("Error creating: pods \"web-")
+            && events.contains("is forbidden: violates PodSecurity \"restricted:latest\""),
+        "{events}"
+    );
+    assert_eq!(c.ok(&["get", "pods", "-n", "locked", "-o", "name"]), "");
+
+    // Raising a namespace's level names the Pods it would now refuse.
+    c.ok(&["create", "namespace", "open"]);
+    c.ok(&["run", "p", "-n", "open", "--image=busybox", "--privileged"]);
+    let out = c.kubectl(&[
+        "label",
+        "namespace",
+        "open",
+        "pod-security.kubernetes.io/enforce=baseline",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let warned = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        warned.contains("Warning: existing pods in namespace \"open\" violate the new PodSecurity enforce level \"baseline:latest\"")
+            && warned.contains("Warning: p: privileged"),
+        "{warned}"
     );
 }

@@ -21,8 +21,8 @@ use serde_json::{Value, json};
 use super::webhook_call;
 use crate::authz::admission::webhook::{self, Webhook};
 use crate::authz::admission::{
-    Operation, limitrange, match_conditions, namespace, object_name, policy, quota, serviceaccount,
-    storage_protection,
+    Operation, limitrange, match_conditions, namespace, object_name, pod_security, policy, quota,
+    serviceaccount, storage_protection,
 };
 use crate::authz::{Forbidden, Mode, StoreSource, escalation};
 use crate::error::ApiError;
@@ -201,6 +201,7 @@ impl Admission<'_> {
         }
         if self.is_main() {
             limitrange::validate(op, group, resource, &object, &limit_ranges)?;
+            self.check_pod_security(op, &object, old)?;
         }
         self.check_policies(op, Some(&object), old, &options)?;
         self.call_webhooks(false, op, Some(object.clone()), old, &options)
@@ -209,6 +210,77 @@ impl Admission<'_> {
             self.charge_quota(op, &object, old)?;
         }
         Ok(object)
+    }
+
+    /// PodSecurity: a Namespace's labels are checked (and raising its
+    /// enforce level warns of the Pods it would refuse); a Pod is refused
+    /// or warned of as its namespace's levels say; a workload's template is
+    /// warned of.
+    fn check_pod_security(
+        &self,
+        op: Operation,
+        object: &Value,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let labels = |o: &Value| o["metadata"]["labels"].clone();
+        if self.is("", "namespaces") {
+            let before = old.map(labels);
+            let causes = pod_security::namespace_errors(&labels(object), before.as_ref());
+            if !causes.is_empty() {
+                return Err(ApiError::Invalid {
+                    target: crate::error::Target {
+                        name: object_name(object).to_owned(),
+                        group: String::new(),
+                        kind: "Namespace".into(),
+                    },
+                    kind: "Namespace".into(),
+                    causes,
+                });
+            }
+            if let Some(before) = before {
+                let name = object_name(object);
+                let pods = self.objects("pods", name);
+                let warnings =
+                    pod_security::existing_pod_warnings(name, &labels(object), &before, &pods);
+                self.warnings.lock().extend(warnings);
+            }
+            return Ok(());
+        }
+        if self.namespace.is_empty() {
+            return Ok(());
+        }
+        let pod = self.is("", "pods");
+        if pod && op != Operation::Create {
+            return Ok(());
+        }
+        let Some(ns) = self.get(NAMESPACES, "", self.namespace) else {
+            return Ok(());
+        };
+        let ns_labels = labels(&ns);
+        if !ns_labels.as_object().is_some_and(|l| {
+            l.keys()
+                .any(|k| k.starts_with("pod-security.kubernetes.io/"))
+        }) {
+            return Ok(());
+        }
+        if pod {
+            let warnings = pod_security::review_pod(&ns_labels, object).map_err(|why| {
+                let name = object_name(object).to_owned();
+                ApiError::from(Forbidden {
+                    message: format!("pods \"{name}\" is forbidden: {why}"),
+                    group: String::new(),
+                    kind: "pods".into(),
+                    name,
+                    causes: Vec::new(),
+                })
+            })?;
+            self.warnings.lock().extend(warnings);
+        } else {
+            let warnings =
+                pod_security::review_template(&ns_labels, &self.rt.group, &self.rt.kind, object);
+            self.warnings.lock().extend(warnings);
+        }
+        Ok(())
     }
 
     /// Admits the delete of `old`: NamespaceLifecycle (the system

@@ -211,7 +211,15 @@ impl DaemonSetController {
             if eligible {
                 desired += 1;
                 if live.is_empty() {
-                    let created = self.rt.client.create(kinds::POD, probe).await?;
+                    let created = match self.rt.client.create(kinds::POD, probe).await {
+                        Ok(created) => created,
+                        Err(e) => {
+                            let msg = format!("Error creating: {e}");
+                            self.event(&ds, EventKind::Warning, "FailedCreate", msg)
+                                .await;
+                            return Err(e);
+                        }
+                    };
                     let msg = format!("Created pod: {}", obj::name(&created));
                     self.rt.informer(kinds::POD).observe(created);
                     self.event(&ds, EventKind::Normal, "SuccessfulCreate", msg)

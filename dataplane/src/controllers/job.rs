@@ -458,7 +458,15 @@ impl JobController {
             obj::set_annotation(&mut pod, COMPLETION_INDEX, &i.to_string());
             pod["spec"]["hostname"] = json!(format!("{name}-{i}"));
         }
-        let created = self.rt.client.create(kinds::POD, pod).await?;
+        let created = match self.rt.client.create(kinds::POD, pod).await {
+            Ok(created) => created,
+            Err(e) => {
+                let msg = format!("Error creating: {e}");
+                self.event(job, EventKind::Warning, "FailedCreate", msg)
+                    .await;
+                return Err(e);
+            }
+        };
         self.rt.informer(kinds::POD).observe(created.clone());
         self.event(
             job,

@@ -401,6 +401,15 @@ impl ReplicaSetController {
             .unwrap_or_default();
         let ts = obj::fmt_time(now);
         match failure {
+            // Upstream keeps the first failure's message while the reason
+            // holds: a new message each time would rewrite the status on
+            // every retry, and the write would requeue it at once.
+            Some(_)
+                if conditions.iter().any(|c| {
+                    c["type"] == "ReplicaFailure"
+                        && c["status"] == "True"
+                        && c["reason"] == "FailedCreate"
+                }) => {}
             Some(e) => {
                 obj::set_condition(
                     &mut conditions,

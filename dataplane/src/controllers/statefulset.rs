@@ -177,7 +177,12 @@ impl StatefulSetController {
                 Ok(())
             }
             Err(ClientError::AlreadyExists(_)) => Ok(()),
-            Err(e) => Err(e),
+            Err(e) => {
+                let msg = format!("create Pod {name} in StatefulSet {set} failed error: {e}");
+                self.event(sts, EventKind::Warning, "FailedCreate", msg)
+                    .await;
+                Err(e)
+            }
         }
     }
 

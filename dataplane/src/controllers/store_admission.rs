@@ -15,8 +15,9 @@
 //!
 //! Rollouts of thousands of Pods stay fast: the rest of the chain runs only when
 //! something could act on it ([`anything_to_admit`]: a LimitRange or
-//! ResourceQuota in its namespace, a webhook configuration or admission
-//! policy binding in the cluster), read from the store's shared snapshots.
+//! ResourceQuota in its namespace, PodSecurity labels on it, a webhook
+//! configuration or admission policy binding in the cluster), read from the
+//! store's shared snapshots.
 
 use std::sync::Arc;
 
@@ -90,7 +91,18 @@ pub fn anything_to_admit(store: &dyn Store, namespace: &str) -> bool {
             .next()
             .is_some()
     };
-    (!namespace.is_empty() && NAMESPACED.iter().any(|r| any(r, Some(namespace))))
+    let pod_security = || {
+        store
+            .get(&ObjectKey::new(crate::store::NAMESPACES, "", namespace))
+            .is_some_and(|ns| {
+                ns["metadata"]["labels"].as_object().is_some_and(|l| {
+                    l.keys()
+                        .any(|k| k.starts_with("pod-security.kubernetes.io/"))
+                })
+            })
+    };
+    (!namespace.is_empty()
+        && (NAMESPACED.iter().any(|r| any(r, Some(namespace))) || pod_security()))
         || CLUSTER_WIDE.iter().any(|r| any(r, None))
 }
 

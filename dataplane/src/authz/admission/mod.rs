@@ -4,7 +4,7 @@
 //! (container defaults), [`serviceaccount`] (default account, token volume),
 //! [`storage_protection`] (StorageObjectInUseProtection finalizers).
 //! Mutating [`webhook`]s last (called when their [`match_conditions`] hold). Validating: [`limitrange::validate`]
-//! (min/max/ratio), ValidatingAdmissionPolicies ([`policy`]), validating [`webhook`]s, then [`quota`] (object counts
+//! (min/max/ratio), [`pod_security`] (the Pod Security Standards), ValidatingAdmissionPolicies ([`policy`]), validating [`webhook`]s, then [`quota`] (object counts
 //! and compute resources against every ResourceQuota of the namespace).
 //!
 //! [`quantity`] parses and prints `resource.Quantity` as upstream does.
@@ -13,6 +13,7 @@ pub mod jsonpatch;
 pub mod limitrange;
 pub mod match_conditions;
 pub mod namespace;
+pub mod pod_security;
 pub mod policy;
 pub mod quantity;
 pub mod quota;
