@@ -355,3 +355,69 @@ fn daemonsets_and_statefulsets_keep_controller_revisions() {
         "{revisions:?}"
     );
 }
+
+#[test]
+fn jobs_adopt_matching_orphans_and_release_relabeled_pods() {
+    let c = KubectlCluster::new(eks_spec_with_pool("work", 2, "m5.large"));
+    let job = c.file(
+        "job.yaml",
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: long\nspec:\n  parallelism: 2\n  completions: 4\n  template:\n    metadata:\n      labels:\n        app: long\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: c\n        image: busybox\n        command: [sleep, \"3600\"]\n",
+    );
+    c.ok(&["apply", "-f", &job]);
+    c.ok(&[
+        "wait",
+        "--for=jsonpath={.status.ready}=2",
+        "job/long",
+        "--timeout=60s",
+    ]);
+    let pods = pod_names(&c, "app=long");
+    assert_eq!(pods.len(), 2, "{pods:?}");
+
+    // Orphaned (its controller reference removed), a Pod is adopted again.
+    let first = pods[0].clone();
+    c.ok(&[
+        "patch",
+        "pod",
+        &first,
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/ownerReferences"}]"#,
+    ]);
+    wait_for_pod(&c, &first, "adopted", |p| {
+        p["metadata"]["ownerReferences"][0]["kind"] == "Job"
+            && p["metadata"]["ownerReferences"][0]["controller"] == true
+    });
+    assert_eq!(pod_names(&c, "app=long").len(), 2);
+
+    // Relabeled out of the Job's selector, it is released and replaced.
+    let uid_label = c.ok(&[
+        "get",
+        "job",
+        "long",
+        "-o",
+        "jsonpath={.spec.selector.matchLabels.batch\\.kubernetes\\.io/controller-uid}",
+    ]);
+    assert!(!uid_label.is_empty());
+    c.ok(&[
+        "label",
+        "pod",
+        &first,
+        "batch.kubernetes.io/controller-uid=someone-else",
+        "--overwrite",
+    ]);
+    wait_for_pod(&c, &first, "released", |p| {
+        p["metadata"]["ownerReferences"]
+            .as_array()
+            .is_none_or(|refs| refs.iter().all(|r| r["kind"] != "Job"))
+    });
+    c.ok(&[
+        "wait",
+        "--for=jsonpath={.status.active}=2",
+        "job/long",
+        "--timeout=60s",
+    ]);
+    let selector = format!("batch.kubernetes.io/controller-uid={uid_label}");
+    let pods = pod_names(&c, &selector);
+    assert_eq!(pods.len(), 2, "{pods:?}");
+    assert!(!pods.contains(&first), "{pods:?}");
+}

@@ -9,22 +9,27 @@
 //!
 //! An Indexed Job's `successPolicy` ends it with reason `SuccessPolicy`.
 //!
+//! As upstream's `ClaimPods`: an orphaned Pod the Job's selector matches is
+//! adopted, and a Pod of the Job whose labels stop matching is released.
+//!
 //! Not done: `podFailurePolicy`, `backoffLimitPerIndex`,
 //! `podReplacementPolicy`, and the `batch.kubernetes.io/job-tracking` finalizer
 //! (counts come from the Pods, kept monotonic in the status).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use super::client::{BoxFuture, ClientError, DeleteOptions, Propagation, kinds};
+use super::client::{BoxFuture, ClientError, DeleteOptions, EventType, Propagation, kinds};
 use super::events::{EventKind, Recorder};
 use super::obj;
 use super::replicaset::pod_from_template_of;
 use super::runtime::{ObjKey, Reconciler, Registration, Requeue, Runtime};
+use crate::label_selector::LabelSelector;
 
 const COMPONENT: &str = "job-controller";
 /// The completion index annotation (and label) of Indexed Job Pods.
@@ -125,10 +130,19 @@ fn finish_time(p: &Value) -> Option<DateTime<Utc>> {
         .max()
 }
 
+/// The Job's selector; `None` when empty (it would select every Pod).
+fn selector(job: &Value) -> Option<LabelSelector> {
+    LabelSelector::from_label_selector(&job["spec"]["selector"]).filter(|s| !s.is_empty())
+}
+
+/// Orphaned Pods each Job's selector matched, waiting for its sync.
+type Orphans = Arc<Mutex<HashMap<ObjKey, HashSet<ObjKey>>>>;
+
 /// The Job controller.
 pub struct JobController {
     rt: Arc<Runtime>,
     recorder: Recorder,
+    orphans: Orphans,
 }
 
 impl JobController {
@@ -139,14 +153,90 @@ impl JobController {
         rt.informer(kinds::JOB)
             .on_change(move |c| q.add(ObjKey::of(&c.new)));
         rt.enqueue_controllers_of(kinds::POD, "Job", &queue);
+        // An orphan wakes the Jobs whose selector matches it.
+        let orphans: Orphans = Arc::default();
+        let (q, jobs, found) = (
+            queue.clone(),
+            rt.informer(kinds::JOB).clone(),
+            orphans.clone(),
+        );
+        rt.informer(kinds::POD).on_change(move |c| {
+            let p = &c.new;
+            if c.kind == EventType::Deleted
+                || c.is_resync()
+                || obj::controller_ref(p).is_some()
+                || obj::deleting(p)
+            {
+                return;
+            }
+            for job in jobs.list_namespace(obj::namespace(p)) {
+                if selector(&job).is_some_and(|s| s.selects(p)) {
+                    let key = ObjKey::of(&job);
+                    found
+                        .lock()
+                        .entry(key.clone())
+                        .or_default()
+                        .insert(ObjKey::of(p));
+                    q.add(key);
+                }
+            }
+        });
         Registration {
             name: "job",
             queue,
             reconciler: Arc::new(Self {
                 rt: rt.clone(),
                 recorder,
+                orphans,
             }),
         }
+    }
+
+    /// Adopts the orphans found for `job` that its selector still matches,
+    /// and releases its Pods whose labels no longer match.
+    async fn claim(&self, key: &ObjKey, job: &Value) -> Result<(), ClientError> {
+        let found = self.orphans.lock().remove(key).unwrap_or_default();
+        let Some(selector) = selector(job) else {
+            return Ok(());
+        };
+        let pods = self.rt.informer(kinds::POD);
+        let mut writes = Vec::new();
+        for pod_key in found {
+            let Some(p) = pods.get(&pod_key) else {
+                continue;
+            };
+            if obj::controller_ref(&p).is_some() || obj::deleting(&p) || !selector.selects(&p) {
+                continue;
+            }
+            let mut adopted = (*p).clone();
+            let mut refs = obj::owner_refs(&adopted).to_vec();
+            refs.push(obj::controller_ref_to(kinds::JOB, job));
+            adopted["metadata"]["ownerReferences"] = json!(refs);
+            writes.push(adopted);
+        }
+        let uid = obj::uid(job);
+        for p in pods.controlled_by(uid) {
+            if selector.selects(&p) || obj::deleting(&p) {
+                continue;
+            }
+            let mut released = (*p).clone();
+            let refs: Vec<Value> = obj::owner_refs(&released)
+                .iter()
+                .filter(|r| r["uid"] != uid)
+                .cloned()
+                .collect();
+            released["metadata"]["ownerReferences"] = json!(refs);
+            writes.push(released);
+        }
+        for pod in writes {
+            match self.rt.client.update(kinds::POD, pod).await {
+                Ok(w) => pods.observe(w),
+                // Gone or changed meanwhile: its own event brings it back.
+                Err(ClientError::NotFound(_) | ClientError::Conflict(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     async fn event(&self, job: &Value, kind: EventKind, reason: &str, msg: String) {
@@ -201,6 +291,7 @@ impl JobController {
         let parallelism = spec["parallelism"].as_i64().unwrap_or(1).max(0);
         let completions = spec["completions"].as_i64();
         let backoff_limit = spec["backoffLimit"].as_i64().unwrap_or(6);
+        self.claim(key, &job).await?;
         let pods = self.rt.informer(kinds::POD).controlled_by(obj::uid(&job));
         let mut active: Vec<Arc<Value>> = pods
             .iter()
