@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 use super::attributes::Attributes;
 use super::authorizer::Authorizer;
 use crate::error::{ApiError, Cause, Target};
+use crate::strategy::validate::errors::Errors;
+use crate::strategy::validate::meta;
 
 const GROUP: &str = "authorization.k8s.io";
 
@@ -20,42 +22,111 @@ fn s(v: &Value, ptr: &str) -> String {
         .to_owned()
 }
 
-fn invalid(kind: &str, causes: Vec<Cause>) -> ApiError {
+/// Upstream names no kind in these errors (the internal object's empty
+/// `Kind`): `.authorization.k8s.io "" is invalid`.
+fn invalid(causes: Vec<Cause>) -> ApiError {
     ApiError::Invalid {
         target: Target {
             name: String::new(),
             group: GROUP.into(),
-            kind: kind.into(),
+            kind: String::new(),
         },
-        kind: format!("{kind}.{GROUP}"),
+        kind: format!(".{GROUP}"),
         causes,
     }
 }
 
-fn cause(field: &str, value: &str, why: &str) -> Cause {
-    Cause {
-        reason: "FieldValueInvalid".into(),
-        message: format!("Invalid value: {value}: {why}"),
-        field: field.into(),
+/// A `NonResourceAttributes` as upstream prints the internal struct: Go's
+/// field names, no tags.
+fn show_non_resource(v: &Value) -> Value {
+    if v.is_null() {
+        return Value::Null;
+    }
+    json!({"Path": v["path"].as_str().unwrap_or_default(), "Verb": v["verb"].as_str().unwrap_or_default()})
+}
+
+/// Upstream's `ValidateSubjectAccessReviewSpec` (and its self-review form,
+/// without the user check).
+fn spec_causes(e: &mut Errors, spec: &Value, user_needed: bool) {
+    let res = spec.get("resourceAttributes").filter(|v| !v.is_null());
+    let non = spec.get("nonResourceAttributes").filter(|v| !v.is_null());
+    let non_shown = show_non_resource(non.unwrap_or(&Value::Null));
+    match (res, non) {
+        (Some(_), Some(_)) => e.invalid(
+            "spec.nonResourceAttributes",
+            &non_shown,
+            "cannot be specified in combination with resourceAttributes",
+        ),
+        (None, None) => e.invalid(
+            "spec.resourceAttributes",
+            &Value::Null,
+            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        ),
+        _ => {}
+    }
+    if user_needed {
+        let user = spec["user"].as_str().unwrap_or_default();
+        let no_groups = spec["groups"].as_array().is_none_or(Vec::is_empty);
+        if user.is_empty() && no_groups {
+            e.invalid(
+                "spec.user",
+                &json!(user),
+                "at least one of user or group must be specified",
+            );
+        }
+    }
+    if let Some(res) = res {
+        selector_causes(e, &res["fieldSelector"], "spec.resourceAttributes.fieldSelector", false);
+        selector_causes(e, &res["labelSelector"], "spec.resourceAttributes.labelSelector", true);
     }
 }
 
-/// Upstream's check that exactly one kind of attributes is given.
-fn attribute_causes(spec: &Value) -> Vec<Cause> {
-    let res = spec.get("resourceAttributes").filter(|v| !v.is_null());
-    let non = spec.get("nonResourceAttributes").filter(|v| !v.is_null());
-    match (res, non) {
-        (Some(_), Some(n)) => vec![cause(
-            "spec.nonResourceAttributes",
-            &format!("{}", json!(n)),
-            "cannot be specified in combination with resourceAttributes",
-        )],
-        (None, None) => vec![cause(
-            "spec.resourceAttributes",
-            "\"null\"",
-            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
-        )],
-        _ => Vec::new(),
+/// A field or label selector's attributes: a raw selector or requirements,
+/// each requirement well formed (any operator allowed).
+fn selector_causes(e: &mut Errors, selector: &Value, path: &str, labels: bool) {
+    if !selector.is_object() {
+        return;
+    }
+    let raw = selector["rawSelector"].as_str().unwrap_or_default();
+    let requirements = selector["requirements"].as_array().map(Vec::as_slice).unwrap_or_default();
+    if !raw.is_empty() && !requirements.is_empty() {
+        e.invalid(
+            &format!("{path}.rawSelector"),
+            &json!(raw),
+            "may not specified at the same time as requirements",
+        );
+    }
+    if raw.is_empty() && requirements.is_empty() {
+        e.required(
+            &format!("{path}.requirements"),
+            &format!("when {path} is specified, requirements or rawSelector is required"),
+        );
+    }
+    for (i, r) in requirements.iter().enumerate() {
+        let at = format!("{path}.requirements[{i}]");
+        let key = r["key"].as_str().unwrap_or_default();
+        if !labels && key.is_empty() {
+            e.required(&format!("{at}.key"), "must be specified");
+        }
+        let values = r["values"].as_array().map(Vec::as_slice).unwrap_or_default();
+        match r["operator"].as_str().unwrap_or_default() {
+            "In" | "NotIn" if values.is_empty() => e.required(
+                &format!("{at}.values"),
+                "must be specified when `operator` is 'In' or 'NotIn'",
+            ),
+            "Exists" | "DoesNotExist" if !values.is_empty() => e.forbidden(
+                &format!("{at}.values"),
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            ),
+            _ => {}
+        }
+        if labels {
+            e.invalid_each(&format!("{at}.key"), &json!(key), meta::qualified_name(key));
+            for (j, v) in values.iter().enumerate() {
+                let text = v.as_str().unwrap_or_default();
+                e.invalid_each(&format!("{at}.values[{j}]"), v, meta::label_value(text));
+            }
+        }
     }
 }
 
@@ -145,18 +216,12 @@ fn user_of_spec(spec: &Value) -> UserInfo {
 pub fn subject_access_review(authz: &Authorizer, body: &Value) -> Result<Value, ApiError> {
     const KIND: &str = "SubjectAccessReview";
     let spec = body.get("spec").cloned().unwrap_or(json!({}));
-    let mut causes = attribute_causes(&spec);
+    let mut e = Errors::default();
+    spec_causes(&mut e, &spec, true);
+    if !e.0.is_empty() {
+        return Err(invalid(e.0));
+    }
     let user = user_of_spec(&spec);
-    if user.username.is_empty() && user.groups.is_empty() {
-        causes.push(cause(
-            "spec.user",
-            "\"\"",
-            "at least one of user or group must be specified",
-        ));
-    }
-    if !causes.is_empty() {
-        return Err(invalid(KIND, causes));
-    }
     Ok(respond(KIND, body, authz, &attributes(&spec, user)))
 }
 
@@ -168,33 +233,31 @@ pub fn local_subject_access_review(
 ) -> Result<Value, ApiError> {
     const KIND: &str = "LocalSubjectAccessReview";
     let spec = body.get("spec").cloned().unwrap_or(json!({}));
-    let mut causes = attribute_causes(&spec);
-    if spec
-        .get("nonResourceAttributes")
-        .is_some_and(|v| !v.is_null())
+    let mut e = Errors::default();
+    spec_causes(&mut e, &spec, true);
+    if let Some(asked) = spec
+        .get("resourceAttributes")
+        .filter(|v| !v.is_null())
+        .map(|r| r["namespace"].as_str().unwrap_or_default())
+        .filter(|asked| *asked != namespace)
     {
-        causes.push(cause(
+        e.invalid(
+            "spec.resourceAttributes.namespace",
+            &json!(asked),
+            "must match metadata.namespace",
+        );
+    }
+    if let Some(non) = spec.get("nonResourceAttributes").filter(|v| !v.is_null()) {
+        e.invalid(
             "spec.nonResourceAttributes",
-            &format!("{}", json!(spec["nonResourceAttributes"])),
+            &show_non_resource(non),
             "disallowed on this kind of request",
-        ));
+        );
+    }
+    if !e.0.is_empty() {
+        return Err(invalid(e.0));
     }
     let user = user_of_spec(&spec);
-    if user.username.is_empty() && user.groups.is_empty() {
-        causes.push(cause(
-            "spec.user",
-            "\"\"",
-            "at least one of user or group must be specified",
-        ));
-    }
-    if !causes.is_empty() {
-        return Err(invalid(KIND, causes));
-    }
-    if s(&spec, "/resourceAttributes/namespace") != namespace {
-        return Err(ApiError::BadRequest(format!(
-            "spec.resourceAttributes.namespace must match namespace: {namespace}"
-        )));
-    }
     Ok(respond(KIND, body, authz, &attributes(&spec, user)))
 }
 
@@ -207,9 +270,10 @@ pub fn self_subject_access_review(
 ) -> Result<Value, ApiError> {
     const KIND: &str = "SelfSubjectAccessReview";
     let spec = body.get("spec").cloned().unwrap_or(json!({}));
-    let causes = attribute_causes(&spec);
-    if !causes.is_empty() {
-        return Err(invalid(KIND, causes));
+    let mut e = Errors::default();
+    spec_causes(&mut e, &spec, false);
+    if !e.0.is_empty() {
+        return Err(invalid(e.0));
     }
     Ok(respond(
         KIND,
@@ -321,7 +385,7 @@ mod tests {
         assert_eq!(e.status_code().as_u16(), 422);
         assert_eq!(
             e.to_string(),
-            "SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified"
+            ".authorization.k8s.io \"\" is invalid: spec.resourceAttributes: Invalid value: null: exactly one of nonResourceAttributes or resourceAttributes must be specified"
         );
     }
 
@@ -353,10 +417,20 @@ mod tests {
             "spec.user: Invalid value: \"\": at least one of user or group must be specified"
         ));
         let body = json!({"spec":{"user":"x","resourceAttributes":{"namespace":"other","verb":"get","resource":"pods"}}});
-        assert!(matches!(
-            local_subject_access_review(&authz, "dev", &body),
-            Err(ApiError::BadRequest(_))
-        ));
+        let e = local_subject_access_review(&authz, "dev", &body).unwrap_err();
+        assert!(
+            e.to_string().ends_with(
+                "spec.resourceAttributes.namespace: Invalid value: \"other\": must match metadata.namespace"
+            ),
+            "{e}"
+        );
+        let body = json!({"spec":{"user":"x","resourceAttributes":{"verb":"list","resource":"pods",
+            "labelSelector":{"rawSelector":"a in (b","requirements":[{"key":"x","operator":"Exists"}]}}}});
+        assert!(
+            subject_access_review(&authz, &body).unwrap_err().to_string().ends_with(
+                "spec.resourceAttributes.labelSelector.rawSelector: Invalid value: \"a in (b\": may not specified at the same time as requirements"
+            )
+        );
     }
 
     #[test]
