@@ -183,7 +183,9 @@ impl ApiError {
             | ApiError::AlreadyExists(t)
             | ApiError::Conflict { target: t, .. } => details(t, None),
             ApiError::Invalid { target, causes, .. } => details(target, Some(causes)),
-            ApiError::PatchRejected => json!({}),
+            // Upstream's `NewNotFound`/`NewMethodNotSupported` of an empty
+            // group-resource: details present, every field empty.
+            ApiError::PatchRejected | ApiError::NotFound | ApiError::MethodNotAllowed => json!({}),
             ApiError::ApplyConflict { causes, .. } => json!({ "causes": causes_json(causes) }),
             _ => Value::Null,
         };

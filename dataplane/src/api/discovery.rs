@@ -1,6 +1,7 @@
 //! Discovery: `/api`, `/apis`, `/api/v1`, `/apis/{group}`, `/apis/{group}/{version}`,
-//! legacy and aggregated (`apidiscovery.k8s.io/v2` and `v2beta1`, chosen by
-//! the Accept header and answered with the matching Content-Type), all built
+//! legacy and aggregated (`apidiscovery.k8s.io/v2`, chosen by the Accept
+//! header and answered with its Content-Type; kube-apiserver 1.34 no longer
+//! serves `v2beta1`, whose askers get the legacy form), all built
 //! from the cluster's live resource registry (built-ins plus its CRDs).
 
 use actix_web::http::header;
@@ -12,20 +13,28 @@ use crate::engine::{ClusterContext, Engine};
 use crate::error::ApiError;
 use crate::resources::{ApiGroup, ResourceRegistry, ResourceType};
 
+/// The messages the legacy documents are written as.
+const META_APIVERSIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.APIVersions";
+const META_RESOURCE_LIST: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList";
+
 /// An aggregated discovery version a client may ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Aggregated {
     /// `apidiscovery.k8s.io/v2`.
     V2,
-    /// `apidiscovery.k8s.io/v2beta1`.
-    V2Beta1,
 }
 
 impl Aggregated {
     fn version(self) -> &'static str {
         match self {
             Aggregated::V2 => "v2",
-            Aggregated::V2Beta1 => "v2beta1",
+        }
+    }
+
+    /// The message its documents are written as.
+    fn message(self) -> &'static str {
+        match self {
+            Aggregated::V2 => "io.k8s.api.apidiscovery.v2.APIGroupDiscoveryList",
         }
     }
 
@@ -47,13 +56,7 @@ pub fn negotiate(accept: &str) -> Option<Aggregated> {
         if !(wants("g=apidiscovery.k8s.io") && wants("as=APIGroupDiscoveryList")) {
             return None;
         }
-        if wants("v=v2") {
-            Some(Aggregated::V2)
-        } else if wants("v=v2beta1") {
-            Some(Aggregated::V2Beta1)
-        } else {
-            None
-        }
+        wants("v=v2").then_some(Aggregated::V2)
     })
 }
 
@@ -80,11 +83,14 @@ pub async fn core_versions(
         return Ok(aggregated_response(agg, reg, &core));
     }
     let host = req.connection_info().host().to_owned();
-    Ok(HttpResponse::Ok().json(json!({
+    let versions = json!({
         "kind": "APIVersions",
         "versions": core.iter().flat_map(|g| g.versions.clone()).collect::<Vec<_>>(),
         "serverAddressByClientCIDRs": [{ "clientCIDR": "0.0.0.0/0", "serverAddress": host }],
-    })))
+    });
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(wire::to_vec_as(&versions, META_APIVERSIONS)))
 }
 
 /// `GET /apis`: `APIGroupList`, or every named group as an `APIGroupDiscoveryList`.
@@ -102,11 +108,22 @@ pub async fn groups(
     if let Some(agg) = negotiate(accept(&req)) {
         return Ok(aggregated_response(agg, reg, &named));
     }
-    Ok(HttpResponse::Ok().json(json!({
-        "kind": "APIGroupList",
-        "apiVersion": "v1",
-        "groups": named.iter().map(api_group).collect::<Vec<_>>(),
-    })))
+    // The list's groups carry no type meta of their own.
+    let groups: Vec<Value> = named
+        .iter()
+        .map(|g| {
+            let mut g = api_group(g);
+            if let Some(m) = g.as_object_mut() {
+                m.remove("kind");
+                m.remove("apiVersion");
+            }
+            g
+        })
+        .collect();
+    Ok(wire::respond(
+        HttpResponse::Ok(),
+        &json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups }),
+    ))
 }
 
 /// `GET /api/v1`.
@@ -126,9 +143,11 @@ pub async fn group(
     let group = engine
         .resources_of(&cluster.id)
         .group(&path)
-        .filter(|g| !g.name.is_empty())
-        .ok_or(ApiError::NotFound)?;
-    Ok(wire::respond(HttpResponse::Ok(), &api_group(&group)))
+        .filter(|g| !g.name.is_empty());
+    Ok(match group {
+        Some(group) => wire::respond(HttpResponse::Ok(), &api_group(&group)),
+        None => page_not_found(),
+    })
 }
 
 /// `GET /apis/{group}/{version}`.
@@ -138,10 +157,19 @@ pub async fn group_resources(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (group, version) = path.into_inner();
-    if group.is_empty() {
-        return Err(ApiError::NotFound);
+    let reg = engine.resources_of(&cluster.id);
+    if group.is_empty() || reg.group(&group).is_none() {
+        return Ok(page_not_found());
     }
-    resource_list(&engine.resources_of(&cluster.id), &group, &version)
+    resource_list(&reg, &group, &version)
+}
+
+/// What kube-apiserver answers for a group it does not serve: its mux's
+/// plain-text 404, not a Status.
+fn page_not_found() -> HttpResponse {
+    HttpResponse::NotFound()
+        .content_type("text/plain; charset=utf-8")
+        .body("404 page not found\n")
 }
 
 fn group_version(group: &str, version: &str) -> String {
@@ -170,7 +198,9 @@ fn resource_list(
     version: &str,
 ) -> Result<HttpResponse, ApiError> {
     let body = api_resource_list(reg, group, version).ok_or(ApiError::NotFound)?;
-    Ok(wire::respond(HttpResponse::Ok(), &body))
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(wire::to_vec_as(&body, META_RESOURCE_LIST)))
 }
 
 /// Upstream's `StorageVersionHash` of a stored type: the first 8 bytes of
@@ -244,12 +274,19 @@ pub fn api_resource_list(reg: &ResourceRegistry, group: &str, version: &str) -> 
     if resources.is_empty() {
         return None;
     }
-    Some(json!({
+    let mut list = json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",
         "groupVersion": group_version(group, version),
         "resources": resources,
-    }))
+    });
+    // The legacy core group's list is written without an apiVersion.
+    if group.is_empty()
+        && let Some(m) = list.as_object_mut()
+    {
+        m.remove("apiVersion");
+    }
+    Some(list)
 }
 
 fn aggregated_response(
@@ -257,9 +294,10 @@ fn aggregated_response(
     reg: &ResourceRegistry,
     groups: &[ApiGroup],
 ) -> HttpResponse {
+    let body = wire::to_vec_as(&aggregated(agg, reg, groups), agg.message());
     HttpResponse::Ok()
         .content_type(agg.content_type())
-        .json(aggregated(agg, reg, groups))
+        .body(body)
 }
 
 /// An `APIGroupDiscoveryList` of `groups`.
@@ -345,7 +383,7 @@ mod tests {
         assert_eq!(negotiate(KUBECTL_ACCEPT), Some(Aggregated::V2));
         assert_eq!(
             negotiate("application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"),
-            Some(Aggregated::V2Beta1)
+            None
         );
         assert_eq!(negotiate("application/json, */*"), None);
         assert_eq!(

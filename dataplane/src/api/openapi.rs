@@ -226,7 +226,14 @@ pub async fn v3_root(
         return Err(ApiError::NotAcceptable("application/json".into()));
     }
     let docs = engine.cluster_resources(&cluster.id).view().documents();
-    Ok(json_bytes(docs.v3_root(), None))
+    // kube-apiserver's handler writes the root without setting a type, so
+    // Go's sniffing names it text.
+    let mut answer = json_bytes(docs.v3_root(), None);
+    answer.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    Ok(answer)
 }
 
 /// `GET /openapi/v3/{api|apis/group}/{version}`.
@@ -240,9 +247,10 @@ pub async fn v3_document(
         return Err(ApiError::NotAcceptable("application/json".into()));
     }
     let docs = engine.cluster_resources(&cluster.id).view().documents();
-    let (hash, doc) = docs
-        .v3(path.trim_end_matches('/'))
-        .ok_or(ApiError::NotFound)?;
+    let Some((hash, doc)) = docs.v3(path.trim_end_matches('/')) else {
+        // An unknown group-version: a bare 404, no body.
+        return Ok(HttpResponse::NotFound().finish());
+    };
     // A request naming the current hash may be cached for good, as upstream.
     let immutable = req.query_string().contains(&format!("hash={hash}"));
     Ok(json_bytes(doc, Some((hash, immutable))))

@@ -332,6 +332,18 @@ pub fn write_as(out: &mut Vec<u8>, value: &Value, message: &str) {
     write_typed(out, value, m, false);
 }
 
+/// `value` as the named top-level message (type meta first), for the
+/// answers that name their kind but no apiVersion, or a type no
+/// `apiVersion`/`kind` pair finds (discovery documents); ends with the
+/// newline.
+pub fn to_vec_as(value: &Value, message: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(512);
+    let m = layouts().by_name.get(message).copied();
+    write_typed(&mut out, value, m, true);
+    out.push(b'\n');
+    out
+}
+
 /// A JSON answer with kube-apiserver's bytes and Content-Type.
 pub fn respond(mut builder: HttpResponseBuilder, value: &Value) -> HttpResponse {
     let mut body = to_vec(value);

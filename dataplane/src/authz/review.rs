@@ -76,8 +76,18 @@ fn spec_causes(e: &mut Errors, spec: &Value, user_needed: bool) {
         }
     }
     if let Some(res) = res {
-        selector_causes(e, &res["fieldSelector"], "spec.resourceAttributes.fieldSelector", false);
-        selector_causes(e, &res["labelSelector"], "spec.resourceAttributes.labelSelector", true);
+        selector_causes(
+            e,
+            &res["fieldSelector"],
+            "spec.resourceAttributes.fieldSelector",
+            false,
+        );
+        selector_causes(
+            e,
+            &res["labelSelector"],
+            "spec.resourceAttributes.labelSelector",
+            true,
+        );
     }
 }
 
@@ -88,7 +98,10 @@ fn selector_causes(e: &mut Errors, selector: &Value, path: &str, labels: bool) {
         return;
     }
     let raw = selector["rawSelector"].as_str().unwrap_or_default();
-    let requirements = selector["requirements"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let requirements = selector["requirements"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     if !raw.is_empty() && !requirements.is_empty() {
         e.invalid(
             &format!("{path}.rawSelector"),
@@ -108,7 +121,10 @@ fn selector_causes(e: &mut Errors, selector: &Value, path: &str, labels: bool) {
         if !labels && key.is_empty() {
             e.required(&format!("{at}.key"), "must be specified");
         }
-        let values = r["values"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let values = r["values"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         match r["operator"].as_str().unwrap_or_default() {
             "In" | "NotIn" if values.is_empty() => e.required(
                 &format!("{at}.values"),

@@ -99,6 +99,31 @@ pub struct ResourceRegistry {
     by_gvr: HashMap<(String, String, String), usize>,
 }
 
+/// The built-in groups in kube-apiserver 1.34's discovery order.
+const GROUP_ORDER: [&str; 21] = [
+    "",
+    "apiregistration.k8s.io",
+    "apps",
+    "events.k8s.io",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+    "autoscaling",
+    "batch",
+    "certificates.k8s.io",
+    "networking.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "storage.k8s.io",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "scheduling.k8s.io",
+    "coordination.k8s.io",
+    "node.k8s.io",
+    "discovery.k8s.io",
+    "resource.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
+];
+
 impl ResourceRegistry {
     /// A registry of `types`.
     pub fn new(types: Vec<ResourceType>) -> Self {
@@ -201,6 +226,14 @@ impl ResourceRegistry {
             g.versions
                 .sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
         }
+        // kube-apiserver lists groups by their APIService priority; others
+        // (metrics, custom resources) follow in the order they came.
+        groups.sort_by_key(|g| {
+            GROUP_ORDER
+                .iter()
+                .position(|n| *n == g.name)
+                .unwrap_or(GROUP_ORDER.len())
+        });
         groups
     }
 
