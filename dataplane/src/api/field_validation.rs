@@ -432,16 +432,18 @@ pub fn decode_failure(rt: &ResourceType, body: &Value, why: &str) -> ApiError {
 /// The 422 a strict patch answers: ` "" is invalid: patch: Invalid value:
 /// "<shown>": strict decoding error: …`.
 pub fn patch_error(shown: &str, problems: &[String]) -> ApiError {
+    patch_invalid(shown, &strict_error(problems))
+}
+
+/// The 422 of a patch whose result the decoder refuses: ` "" is invalid:
+/// patch: Invalid value: "<shown>": <why>`.
+pub fn patch_invalid(shown: &str, why: &str) -> ApiError {
     ApiError::Invalid {
         target: Target::default(),
         kind: String::new(),
         causes: vec![Cause {
             reason: "FieldValueInvalid".into(),
-            message: format!(
-                "Invalid value: {}: {}",
-                options::go_quote(shown),
-                strict_error(problems)
-            ),
+            message: format!("Invalid value: {}: {why}", options::go_quote(shown)),
             field: "patch".into(),
         }],
     }

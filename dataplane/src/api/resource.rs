@@ -807,6 +807,12 @@ impl Handler<'_> {
     async fn update(&self, mut body: Value) -> Result<HttpResponse, ApiError> {
         self.check_body(&mut body)?;
         let key = self.key()?;
+        if body["metadata"]["name"].as_str().is_none_or(str::is_empty) {
+            return Err(ApiError::BadRequest(format!(
+                "the name of the object ({} based on URL) was undeterminable: name must be provided",
+                key.name
+            )));
+        }
         if let Some(n) = body["metadata"]["name"].as_str()
             && n != key.name
         {
@@ -929,6 +935,20 @@ impl Handler<'_> {
                     && let Some(m) = next["metadata"].as_object_mut()
                 {
                     m.remove("resourceVersion");
+                }
+                // The patched object is decoded as any body: a value of the
+                // wrong type refuses the patch, and nothing is stored.
+                if let Some(why) = go_types::type_error(&self.rt().definition, &next) {
+                    return Err(match kind {
+                        PatchType::StrategicMerge => field_validation::patch_invalid(
+                            &field_validation::go_format(&patch),
+                            strategic_mismatch(&why),
+                        ),
+                        _ => field_validation::patch_invalid(
+                            &serde_json::to_string(&next).unwrap_or_default(),
+                            &why,
+                        ),
+                    });
                 }
                 if let Some(n) = next["metadata"]["name"].as_str()
                     && n != key.name
@@ -1167,6 +1187,20 @@ impl Handler<'_> {
 
 /// Kinds whose status strategy keeps none of a status write's metadata
 /// (`ResetObjectMetaForStatus`, or the old object's metadata copied), as
+/// How a strategic merge patch words a value of the wrong shape: it fails
+/// while merging, before anything decodes the result.
+fn strategic_mismatch(go_error: &str) -> &str {
+    if go_error.starts_with("json: cannot unmarshal array") && go_error.contains("of type map[") {
+        "cannot restore map from slice"
+    } else if go_error.starts_with("json: cannot unmarshal object")
+        && go_error.contains("of type []")
+    {
+        "cannot restore slice from map"
+    } else {
+        go_error
+    }
+}
+
 /// kube-apiserver 1.34's registries have it; custom resources are the same.
 const STATUS_RESETS_METADATA: [(&str, &str); 10] = [
     ("apiextensions.k8s.io", "CustomResourceDefinition"),

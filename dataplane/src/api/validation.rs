@@ -115,6 +115,29 @@ pub fn check_type_meta(
     expect_kind: &str,
     expect_api: &str,
 ) -> Result<(), ApiError> {
+    // `null` decodes as an empty object.
+    if body.is_null() {
+        *body = Value::Object(serde_json::Map::new());
+    }
+    // Type meta of another JSON type fails the decoder's first look.
+    for field in ["apiVersion", "kind"] {
+        let what = match body.get(field) {
+            Some(Value::Number(_)) => "number",
+            Some(Value::Bool(_)) => "bool",
+            Some(Value::Array(_)) => "array",
+            Some(Value::Object(_)) => "object",
+            _ => continue,
+        };
+        let text = serde_json::to_string(body).unwrap_or_default();
+        // Upstream shows the body's first 30 bytes.
+        let shown = match text.char_indices().nth(30) {
+            Some((at, _)) => format!("{} ...", &text[..at]),
+            None => text.clone(),
+        };
+        return Err(ApiError::BadRequest(format!(
+            "the object provided is unrecognized (must be of type {expect_kind}): couldn't get version/kind; json parse error: json: cannot unmarshal {what} into Go struct field .{field} of type string ({shown})"
+        )));
+    }
     let Some(map) = body.as_object_mut() else {
         return Err(ApiError::BadRequest(format!(
             "Object 'Kind' is missing in '{}'",
@@ -145,7 +168,9 @@ pub fn check_type_meta(
         }
         _ => {}
     }
-    if !map.get("metadata").is_none_or(Value::is_object) {
+    // A built-in type's decoder refuses a metadata of another shape itself
+    // (`go_types::type_error`); a custom resource's is checked here.
+    if rt.custom.is_some() && !map.get("metadata").is_none_or(Value::is_object) {
         return Err(invalid(
             rt,
             "",
