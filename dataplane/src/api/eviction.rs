@@ -11,6 +11,7 @@ use actix_web::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::api::subresources::{self, Ctx, SubresourceError};
+use crate::api::validation;
 use crate::controllers::disruption::selects;
 use crate::controllers::obj;
 use crate::error::ApiError;
@@ -26,6 +27,12 @@ pub fn serve(
 ) -> Result<HttpResponse, SubresourceError> {
     let body = subresources::post_body(method, body)?;
     let name = ctx.scope.name.clone().unwrap_or_default();
+    validation::check_sub_type_meta(
+        &body,
+        "Eviction",
+        "policy",
+        &["policy/v1", "policy/v1beta1"],
+    )?;
     subresources::check_body_name(&body, &name, "Eviction")?;
     let pod = ctx.object()?;
     let opts = &body["deleteOptions"];

@@ -44,10 +44,10 @@ fn number(ctx: &Ctx, name: &str) -> Result<Option<i64>, ApiError> {
         .transpose()
 }
 
-fn invalid(field: &str, message: String) -> ApiError {
+fn invalid(pod: &str, field: &str, message: String) -> ApiError {
     ApiError::Invalid {
         target: crate::error::Target {
-            name: String::new(),
+            name: pod.to_owned(),
             group: String::new(),
             kind: "PodLogOptions".into(),
         },
@@ -75,6 +75,8 @@ impl Options {
                 })
             })
             .transpose()?;
+        let pod = ctx.scope.name.as_deref().unwrap_or_default();
+        let invalid = |field: &str, message: String| invalid(pod, field, message);
         if let Some(n) = tail_lines.filter(|n| *n < 0) {
             return Err(invalid(
                 "tailLines",
@@ -246,8 +248,8 @@ pub fn serve(ctx: &Ctx, method: &str) -> Result<HttpResponse, SubresourceError> 
     let name = container_name(&pod, opts.container.as_deref())?;
     if pod["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
         // Not on a node yet: the apiserver has no kubelet to ask, and
-        // answers with an empty log.
-        return Ok(text_response(String::new()));
+        // answers with no content at all.
+        return Ok(HttpResponse::NoContent().finish());
     }
     let run = run_of(&pod, &name, opts.previous)?;
     let now = ctx.now();

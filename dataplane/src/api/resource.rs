@@ -1061,23 +1061,43 @@ impl Handler<'_> {
                 }
             }
             Sub::Scale => {
-                let replicas = view["spec"]["replicas"].as_i64().ok_or_else(|| {
-                    validation::invalid(
-                        self.rt(),
-                        current["metadata"]["name"].as_str().unwrap_or_default(),
-                        "spec.replicas",
-                        "FieldValueRequired",
-                        "Required value".into(),
-                    )
-                })?;
+                validation::check_sub_type_meta(view, "Scale", "autoscaling", &["autoscaling/v1"])?;
+                let name = current["metadata"]["name"].as_str().unwrap_or_default();
+                if let Some(n) = view["metadata"]["name"].as_str()
+                    && n != name
+                {
+                    return Err(ApiError::BadRequest(format!(
+                        "the name of the object ({n}) does not match the name on the URL ({name})"
+                    )));
+                }
+                // Omitted, as Go omits a zero: none is zero replicas.
+                let replicas = match &view["spec"]["replicas"] {
+                    Value::Null => 0,
+                    v => v.as_i64().ok_or_else(|| {
+                        field_validation::decode_failure(
+                            self.rt(),
+                            view,
+                            &format!("json: cannot unmarshal {} into Go struct field ScaleSpec.spec.replicas of type int32", json_kind(v)),
+                        )
+                    })?,
+                };
                 if replicas < 0 {
-                    return Err(validation::invalid(
-                        self.rt(),
-                        current["metadata"]["name"].as_str().unwrap_or_default(),
-                        "spec.replicas",
-                        "FieldValueInvalid",
-                        format!("Invalid value: {replicas}: must be greater than or equal to 0"),
-                    ));
+                    // Upstream validates the Scale itself first.
+                    return Err(ApiError::Invalid {
+                        target: crate::error::Target {
+                            name: name.to_owned(),
+                            group: "autoscaling".into(),
+                            kind: "Scale".into(),
+                        },
+                        kind: "Scale.autoscaling".into(),
+                        causes: vec![crate::error::Cause {
+                            reason: "FieldValueInvalid".into(),
+                            message: format!(
+                                "Invalid value: {replicas}: must be greater than or equal to 0"
+                            ),
+                            field: "spec.replicas".into(),
+                        }],
+                    });
                 }
                 crate::resources::scale::set_replicas(self.rt(), &mut next, replicas);
             }
@@ -1171,6 +1191,14 @@ impl Handler<'_> {
                 if view["metadata"]["resourceVersion"].is_null() {
                     view["metadata"]["resourceVersion"] = rv;
                 }
+                if sub == Sub::Scale
+                    && kind != PatchType::StrategicMerge
+                    && let Some(why) =
+                        go_types::type_error("io.k8s.api.autoscaling.v1.Scale", &view)
+                {
+                    let shown = serde_json::to_string(&view).unwrap_or_default();
+                    return Err(field_validation::patch_invalid(&shown, &why));
+                }
                 let mut next = self.unview(sub, current, &view)?;
                 if view["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"]
                     && let Some(m) = next["metadata"].as_object_mut()
@@ -1187,6 +1215,17 @@ impl Handler<'_> {
 
 /// Kinds whose status strategy keeps none of a status write's metadata
 /// (`ResetObjectMetaForStatus`, or the old object's metadata copied), as
+/// The JSON type name Go's decoder errors use.
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "string",
+        Value::Bool(_) => "bool",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        _ => "number",
+    }
+}
+
 /// How a strategic merge patch words a value of the wrong shape: it fails
 /// while merging, before anything decodes the result.
 fn strategic_mismatch(go_error: &str) -> &str {

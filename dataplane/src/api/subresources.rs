@@ -195,13 +195,16 @@ impl Ctx {
 /// A `Success` Status, as upstream answers a subresource create that returns
 /// no object (eviction, binding).
 pub fn success(code: StatusCode) -> HttpResponse {
-    HttpResponse::build(code).json(json!({
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Success",
-        "code": code.as_u16(),
-    }))
+    crate::api::wire::respond(
+        HttpResponse::build(code),
+        &json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "code": code.as_u16(),
+        }),
+    )
 }
 
 /// The body of a POST-only subresource (binding, eviction, token); any

@@ -41,6 +41,12 @@ pub fn serve(
     body: Result<Value, ApiError>,
 ) -> Result<HttpResponse, SubresourceError> {
     let mut req = subresources::post_body(method, body)?;
+    crate::api::validation::check_sub_type_meta(
+        &req,
+        "TokenRequest",
+        "authentication.k8s.io",
+        &["authentication.k8s.io/v1"],
+    )?;
     let name = ctx.scope.name.clone().unwrap_or_default();
     let ns = ctx.scope.namespace.clone().unwrap_or_default();
     let expiration = match &req["spec"]["expirationSeconds"] {

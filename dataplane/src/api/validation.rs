@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::error::{ApiError, Cause, Target};
-use crate::resources::ResourceType;
+use crate::resources::{ResourceRegistry, ResourceType};
 use crate::strategy::validate::meta::{self, LABEL_MSG as LABEL, SUBDOMAIN_MSG as SUBDOMAIN};
 
 /// A name's label: at most 63 characters of RFC 1123.
@@ -107,6 +107,67 @@ fn path_segment_problems(name: &str) -> Vec<String> {
         .collect()
 }
 
+/// Kinds served only as subresource bodies, by group-version.
+const SUBRESOURCE_KINDS: [(&str, &str); 5] = [
+    ("autoscaling/v1", "Scale"),
+    ("policy/v1", "Eviction"),
+    ("policy/v1beta1", "Eviction"),
+    ("authentication.k8s.io/v1", "TokenRequest"),
+    ("v1", "Binding"),
+];
+
+/// Whether upstream's scheme knows `kind` in `api_version`.
+fn registered(api_version: &str, kind: &str) -> bool {
+    SUBRESOURCE_KINDS.contains(&(api_version, kind))
+        || ResourceRegistry::builtin_ref()
+            .by_kind(api_version, kind)
+            .is_some()
+}
+
+/// The decoder's refusal of a body of `kind` in `api_version` where a
+/// built-in `expect_kind` of `expect_group` is wanted: it cannot convert
+/// one into the other, or does not know the body's type at all.
+pub fn wrong_type(
+    api_version: &str,
+    kind: &str,
+    expect_kind: &str,
+    expect_group: &str,
+) -> ApiError {
+    let version = api_version.rsplit('/').next().unwrap_or(api_version);
+    let why = if registered(api_version, kind) {
+        // The internal package of the wanted type: `core`, `apps`, `rbac`…
+        let internal = match expect_group {
+            "" => "core",
+            g => g.split('.').next().unwrap_or(g),
+        };
+        format!("converting ({version}.{kind}) to ({internal}.{expect_kind}): unknown conversion")
+    } else {
+        format!(
+            "no kind \"{kind}\" is registered for version \"{api_version}\" in scheme \"pkg/api/legacyscheme/scheme.go:30\""
+        )
+    };
+    ApiError::BadRequest(format!(
+        "{kind} in version \"{version}\" cannot be handled as a {expect_kind}: {why}"
+    ))
+}
+
+/// A subresource body's type meta: absent, or the wanted kind in one of
+/// `versions`.
+pub fn check_sub_type_meta(
+    body: &Value,
+    expect_kind: &str,
+    expect_group: &str,
+    versions: &[&str],
+) -> Result<(), ApiError> {
+    let kind = body["kind"].as_str().unwrap_or_default();
+    let api = body["apiVersion"].as_str().unwrap_or_default();
+    if kind.is_empty() || (kind == expect_kind && (api.is_empty() || versions.contains(&api))) {
+        return Ok(());
+    }
+    let api = if api.is_empty() { versions[0] } else { api };
+    Err(wrong_type(api, kind, expect_kind, expect_group))
+}
+
 /// Checks the body is an object whose `apiVersion` and `kind` name `rt`,
 /// filling them in when absent.
 pub fn check_type_meta(
@@ -150,6 +211,13 @@ pub fn check_type_meta(
         None | Some("") => {
             map.insert("kind".into(), Value::String(expect_kind.to_owned()));
         }
+        Some(kind) if kind != expect_kind && rt.custom.is_none() => {
+            let api = map
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or(expect_api);
+            return Err(wrong_type(api, kind, expect_kind, &rt.group));
+        }
         Some(kind) if kind != expect_kind => {
             return Err(ApiError::BadRequest(format!(
                 "the object provided is unrecognized (must be of type {expect_kind}): kind {kind} in the body"
@@ -160,6 +228,14 @@ pub fn check_type_meta(
     match map.get("apiVersion").and_then(Value::as_str) {
         None | Some("") => {
             map.insert("apiVersion".into(), Value::String(expect_api.to_owned()));
+        }
+        Some(api)
+            if api != expect_api
+                && rt.custom.is_none()
+                && api.rsplit_once('/').map_or("", |(g, _)| g) != rt.group
+                && !registered(api, expect_kind) =>
+        {
+            return Err(wrong_type(api, expect_kind, expect_kind, &rt.group));
         }
         Some(api) if api != expect_api => {
             return Err(ApiError::BadRequest(format!(

@@ -16,6 +16,17 @@ pub fn has_scale(rt: &ResourceType) -> bool {
 
 /// The Scale of `object` of type `rt`.
 pub fn view(rt: &ResourceType, object: &Value) -> Value {
+    let mut scale = scale_of(rt, object);
+    // `spec.replicas` is `omitempty`: a Scale to zero has an empty spec.
+    if scale["spec"]["replicas"] == 0
+        && let Some(spec) = scale["spec"].as_object_mut()
+    {
+        spec.remove("replicas");
+    }
+    scale
+}
+
+fn scale_of(rt: &ResourceType, object: &Value) -> Value {
     if let Some(paths) = rt.custom.as_ref().and_then(|c| c.scale.as_ref()) {
         return custom::scale_view(paths, object);
     }
