@@ -93,7 +93,7 @@ fn bad_requests_get_upstream_statuses_and_store_nothing() {
     assert_eq!(code, 400, "{s}");
     assert_eq!(
         s["message"],
-        "the API version in the data (apps/v1) does not match the expected API version (v1)"
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: no kind \"ConfigMap\" is registered for version \"apps/v1\" in scheme \"pkg/api/legacyscheme/scheme.go:30\""
     );
     let (code, s) = api.json(
         "POST",

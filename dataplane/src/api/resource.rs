@@ -116,8 +116,14 @@ fn route(req: &HttpRequest, scope: &Scope, params: &Params) -> Result<Operation,
     let method = req.method().as_str();
     let patch_type = || {
         let ct = request::header(req, "content-type");
-        PatchType::from_content_type(ct)
-            .ok_or_else(|| ApiError::UnsupportedMediaType(patch::ACCEPTED.into()))
+        match PatchType::from_content_type(ct) {
+            // Custom resources have no Go struct to carry patch strategies.
+            Some(PatchType::StrategicMerge) if scope.rt.custom.is_some() => Err(
+                ApiError::UnsupportedMediaType(patch::ACCEPTED_CUSTOM.into()),
+            ),
+            Some(kind) => Ok(kind),
+            None => Err(ApiError::UnsupportedMediaType(patch::ACCEPTED.into())),
+        }
     };
     let sub = match scope.subresource.as_deref() {
         None => None,

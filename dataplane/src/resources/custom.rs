@@ -38,6 +38,42 @@ pub struct CustomSpec {
     pub selectable: Vec<String>,
 }
 
+/// The schema field management walks a custom resource with: its version's
+/// structural schema, with `metadata` the built-in ObjectMeta (whose lists
+/// and maps have their own extensions) and the type meta plain strings.
+///
+/// Field management wants schemas that live as long as the program, as
+/// the built-ins' do; each distinct schema is kept once, so a CRD created
+/// again with the same schema costs nothing more.
+pub fn typed_schema(spec: &CustomSpec) -> Option<&'static Value> {
+    use std::collections::HashMap;
+    use std::hash::{Hash, Hasher};
+    use std::sync::{Mutex, OnceLock};
+    static KEPT: OnceLock<Mutex<HashMap<u64, Vec<&'static Value>>>> = OnceLock::new();
+    if !spec.schema.is_object() {
+        return None;
+    }
+    let mut typed = spec.schema.clone();
+    if !typed["properties"].is_object() {
+        typed["properties"] = json!({});
+    }
+    typed["properties"]["metadata"] =
+        json!({ "$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta" });
+    typed["properties"]["apiVersion"] = json!({ "type": "string" });
+    typed["properties"]["kind"] = json!({ "type": "string" });
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    typed.to_string().hash(&mut hasher);
+    let key = hasher.finish();
+    let mut kept = KEPT.get_or_init(Mutex::default).lock().ok()?;
+    let same = kept.entry(key).or_default();
+    if let Some(found) = same.iter().find(|v| ***v == typed) {
+        return Some(*found);
+    }
+    let leaked: &'static Value = Box::leak(Box::new(typed));
+    same.push(leaked);
+    Some(leaked)
+}
+
 /// Where the `scale` subresource reads and writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScalePaths {

@@ -94,6 +94,12 @@ pub fn decode(object: &Value) -> Vec<Entry> {
 /// are none), sorted as upstream sorts them: Apply before Update, then by
 /// time, manager and subresource.
 pub fn encode(object: &mut Value, mut entries: Vec<Entry>) {
+    // Upstream's stripped paths include `metadata` itself: no manager owns
+    // the object's metadata as a whole.
+    for e in &mut entries {
+        e.fields
+            .remove_member(&[super::fieldset::field("metadata")]);
+    }
     entries.retain(|e| !e.fields.is_empty());
     entries.sort_by(|a, b| {
         (

@@ -18,6 +18,10 @@ mod proptests;
 
 pub use merge::merge;
 
+/// The media types PATCH of a custom resource accepts.
+pub const ACCEPTED_CUSTOM: &str =
+    "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
+
 /// The patch type, from the request's Content-Type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PatchType {

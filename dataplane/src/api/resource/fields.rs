@@ -70,7 +70,10 @@ impl Handler<'_> {
                 .clock()
                 .now()
                 .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            schema: openapi::definitions().get(&rt.definition),
+            schema: match &rt.custom {
+                Some(spec) => crate::resources::custom::typed_schema(spec),
+                None => openapi::definitions().get(&rt.definition),
+            },
             status_subresource: has_sub(rt, "status"),
             subresource: None,
             reset: managedfields::reset_fields(&rt.definition),
