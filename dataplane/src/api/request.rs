@@ -94,6 +94,12 @@ impl Params {
             .map_err(|e| ApiError::BadRequest(format!("invalid query: {e}")))
     }
 
+    /// The same parameters with `name` set to `value`.
+    pub fn with(mut self, name: &str, value: &str) -> Self {
+        self.0.insert(name.to_owned(), value.to_owned());
+        self
+    }
+
     /// One parameter, if present and not empty.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0

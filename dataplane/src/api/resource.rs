@@ -184,11 +184,22 @@ pub async fn dispatch(
     let group = req.match_info().get("group").unwrap_or_default();
     let version = req.match_info().get("version").unwrap_or("v1");
     let path = req.match_info().get("path").unwrap_or_default();
+    // The deprecated `/watch/` paths still watch, as upstream serves them.
+    let (path, legacy_watch) = match path.strip_prefix("watch/") {
+        Some(rest) => (rest, true),
+        None => (path, false),
+    };
     let scope = request::parse_path(&engine.resources_of(&cluster.id), group, version, path)?;
     let mut store = engine
         .store(&cluster.id)
         .ok_or_else(|| ApiError::ClusterGone(cluster.id.clone()))?;
-    let params = Params::parse(req.query_string())?;
+    let mut params = Params::parse(req.query_string())?;
+    if legacy_watch {
+        if req.method() != actix_web::http::Method::GET || scope.subresource.is_some() {
+            return Err(ApiError::NotFound);
+        }
+        params = params.with("watch", "true");
+    }
     if let Some(handler) = subresources::handler(&scope) {
         match params.get("dryRun") {
             None => {}
@@ -532,10 +543,7 @@ impl Handler<'_> {
 
     fn filter(&self) -> Result<Filter, ApiError> {
         let rt = self.rt();
-        let selectable = rt
-            .custom
-            .as_ref()
-            .map_or(&[][..], |c| c.selectable.as_slice());
+        let selectable = rt.custom.as_ref().map(|c| c.selectable.as_slice());
         let mut fields = FieldSelector::parse_with(
             self.params.get("fieldSelector").unwrap_or_default(),
             &rt.group,

@@ -113,17 +113,18 @@ fn field_value(object: &Value, field: &str) -> String {
 impl FieldSelector {
     /// Parses `a=b,c!=d` and checks every field is supported for the kind.
     pub fn parse(s: &str, group: &str, kind: &str) -> Result<Self, ApiError> {
-        Self::parse_with(s, group, kind, &[])
+        Self::parse_with(s, group, kind, None)
     }
 
-    /// As [`FieldSelector::parse`], with `extra` fields selectable too (a
-    /// custom resource version's `selectableFields`, as `spec.color`).
+    /// As [`FieldSelector::parse`], for a custom resource when `custom` has
+    /// its version's `selectableFields` (as `spec.color`).
     pub fn parse_with(
         s: &str,
         group: &str,
         kind: &str,
-        extra: &[String],
+        custom: Option<&[String]>,
     ) -> Result<Self, ApiError> {
+        let extra = custom.unwrap_or_default();
         let mut terms = Vec::new();
         if s.trim().is_empty() {
             return Ok(Self { terms });
@@ -145,8 +146,16 @@ impl FieldSelector {
                 && !kind_fields(group, kind).contains(&field)
                 && !extra.iter().any(|f| f == field)
             {
+                // Kinds with field label conversions of their own (and
+                // custom resources) refuse in their words; the others fall
+                // back to upstream's default metadata-only conversion.
+                if custom.is_some() || !kind_fields(group, kind).is_empty() {
+                    return Err(ApiError::BadRequest(format!(
+                        "field label not supported: {field}"
+                    )));
+                }
                 return Err(ApiError::BadRequest(format!(
-                    "field label not supported: {field}"
+                    "\"{field}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
                 )));
             }
             let field = storage_field(group, kind, field).into_owned();
@@ -209,11 +218,11 @@ mod tests {
     #[test]
     fn custom_selectable_fields_select() {
         let extra = ["host".to_owned(), "spec.color".to_owned()];
-        let s =
-            FieldSelector::parse_with("host=h1,spec.color!=red", "g", "Widget", &extra).unwrap();
+        let s = FieldSelector::parse_with("host=h1,spec.color!=red", "g", "Widget", Some(&extra))
+            .unwrap();
         assert!(s.matches(&json!({"host": "h1", "spec": {"color": "blue"}})));
         assert!(!s.matches(&json!({"host": "h2", "spec": {"color": "blue"}})));
-        let e = FieldSelector::parse_with("spec.size=1", "g", "Widget", &extra).unwrap_err();
+        let e = FieldSelector::parse_with("spec.size=1", "g", "Widget", Some(&extra)).unwrap_err();
         assert_eq!(e.to_string(), "field label not supported: spec.size");
     }
 

@@ -192,6 +192,21 @@ impl Watcher {
             (true, false) => "DELETED",
             (false, false) => return true,
         };
+        // An object leaving the filter is deleted as the watcher last saw
+        // it, at this write's resourceVersion (upstream's cacher does so).
+        if kind == "DELETED"
+            && event.kind == EventKind::Modified
+            && let Some(prev) = event.prev_stored()
+        {
+            let mut object = (*prev.object()).clone();
+            object["metadata"]["resourceVersion"] = json!(event.rv.to_string());
+            let object = if self.req.table.is_some() || self.req.metadata.is_some() {
+                self.render(&Arc::new(object))
+            } else {
+                strategy::present(&self.req.rt, &object).into_owned()
+            };
+            return self.send(kind, object).await;
+        }
         if self.req.table.is_some() || self.req.metadata.is_some() {
             let object = self.render(&event.object());
             return self.send(kind, object).await;

@@ -111,7 +111,7 @@ fn conflict_message(conflicts: &[Conflict]) -> String {
     let mut last: Option<&str> = None;
     for c in conflicts {
         if last != Some(c.manager.as_str()) {
-            lines.push(format!("conflicts with {}", c.manager));
+            lines.push(format!("conflicts with {}:", c.manager));
             last = Some(&c.manager);
         }
         lines.push(format!("- {}", c.field));
