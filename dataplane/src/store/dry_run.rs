@@ -130,19 +130,7 @@ impl Store for DryRun {
                 message: "the object has been modified; please apply your changes to the latest version and try again".into(),
             });
         }
-        let spec = |v: &Value| -> Vec<(String, Value)> {
-            v.as_object()
-                .map(|m| {
-                    m.iter()
-                        .filter(|(k, _)| {
-                            !matches!(k.as_str(), "metadata" | "status" | "kind" | "apiVersion")
-                        })
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let spec_changed = spec(&object) != spec(&current);
+        let generation = super::next_generation(&key.resource, &current, &object);
         for field in [
             "uid",
             "creationTimestamp",
@@ -160,9 +148,14 @@ impl Store for DryRun {
                 }
             }
         }
-        // What the store would answer: the generation follows the spec.
-        if spec_changed && let Some(g) = current["metadata"]["generation"].as_i64() {
-            object["metadata"]["generation"] = json!(g + 1);
+        // What the store would answer.
+        match generation {
+            Some(g) => object["metadata"]["generation"] = json!(g),
+            None => {
+                if let Some(m) = object["metadata"].as_object_mut() {
+                    m.remove("generation");
+                }
+            }
         }
         Ok(Arc::new(object))
     }

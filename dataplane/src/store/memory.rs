@@ -166,15 +166,6 @@ fn conflict(key: &ObjectKey, message: &str) -> ApiError {
 const MODIFIED: &str =
     "the object has been modified; please apply your changes to the latest version and try again";
 
-/// Everything but `metadata` and `status`: what bumps `generation`.
-fn spec_part(v: &Value) -> Option<Vec<(&String, &Value)>> {
-    v.as_object().map(|m| {
-        m.iter()
-            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "kind" | "apiVersion"))
-            .collect()
-    })
-}
-
 fn meta_mut(v: &mut Value) -> &mut serde_json::Map<String, Value> {
     if !v.get("metadata").is_some_and(Value::is_object) {
         v["metadata"] = json!({});
@@ -477,7 +468,7 @@ impl MemoryStore {
                 ),
             ));
         }
-        let spec_changed = spec_part(object) != spec_part(current);
+        let generation = super::next_generation(&key.resource, current, object);
         let meta = meta_mut(object);
         for field in [
             "uid",
@@ -498,12 +489,9 @@ impl MemoryStore {
         if !key.namespace.is_empty() {
             meta.insert("namespace".into(), json!(key.namespace));
         }
-        match cur_meta["generation"].as_i64() {
+        match generation {
             Some(g) => {
-                meta.insert(
-                    "generation".into(),
-                    json!(if spec_changed { g + 1 } else { g }),
-                );
+                meta.insert("generation".into(), json!(g));
             }
             None => {
                 meta.remove("generation");

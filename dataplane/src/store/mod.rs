@@ -159,6 +159,35 @@ pub fn tracks_generation(resource: &str) -> bool {
     !WITHOUT_GENERATION.contains(&resource)
 }
 
+/// Everything but `metadata`, `status` and type meta: what bumps
+/// `generation`.
+fn spec_part(v: &Value) -> Option<Vec<(&String, &Value)>> {
+    v.as_object().map(|m| {
+        m.iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "kind" | "apiVersion"))
+            .collect()
+    })
+}
+
+/// The `metadata.generation` an update of `current` to `next` leaves, as
+/// upstream's strategy for `resource` sets it (`None`: it carries none):
+/// most kinds count changes of what is not metadata or status; a
+/// PriorityClass stays at 1; a CSIDriver, created without one, counts its
+/// spec's changes from there; an EndpointSlice counts its labels' too.
+pub fn next_generation(resource: &str, current: &Value, next: &Value) -> Option<i64> {
+    let g = current["metadata"]["generation"].as_i64();
+    let changed = spec_part(next) != spec_part(current);
+    match resource {
+        "priorityclasses.scheduling.k8s.io" => g,
+        "csidrivers.storage.k8s.io" if changed => Some(g.unwrap_or(0) + 1),
+        "endpointslices.discovery.k8s.io" => {
+            let relabeled = next["metadata"]["labels"] != current["metadata"]["labels"];
+            g.map(|g| if changed || relabeled { g + 1 } else { g })
+        }
+        _ => g.map(|g| if changed { g + 1 } else { g }),
+    }
+}
+
 /// What kind of change an [`Event`] records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {

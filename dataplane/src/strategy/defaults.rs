@@ -1,8 +1,8 @@
 //! Upstream's `SetDefaults_*` for the kinds without a strategy of their own,
 //! as the differential suite's goldens show kube-apiserver 1.34 fills them:
 //! ReplicationController, Secret, Namespace, PersistentVolume and PersistentVolumeClaim,
-//! NetworkPolicy, PriorityClass, StorageClass, CSIDriver and the webhook
-//! configurations.
+//! NetworkPolicy, PriorityClass, StorageClass, CSIDriver, the webhook
+//! configurations and the admission policies and their bindings.
 
 use serde_json::{Value, json};
 
@@ -81,6 +81,23 @@ pub fn default_object(kind: &str, object: &mut Value) {
             set_default(spec, "requiresRepublish", json!(false));
             set_default(spec, "seLinuxMount", json!(false));
         }
+        "ValidatingAdmissionPolicy" => {
+            let Some(spec) = object.get_mut("spec").filter(|s| s.is_object()) else {
+                return;
+            };
+            set_default(spec, "failurePolicy", json!("Fail"));
+            if let Some(m) = spec.get_mut("matchConstraints").filter(|m| m.is_object()) {
+                match_resources(m);
+            }
+        }
+        "ValidatingAdmissionPolicyBinding" => {
+            if let Some(m) = object
+                .pointer_mut("/spec/matchResources")
+                .filter(|m| m.is_object())
+            {
+                match_resources(m);
+            }
+        }
         "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration" => {
             let mutating = kind == "MutatingWebhookConfiguration";
             for hook in each(object, "webhooks") {
@@ -98,6 +115,19 @@ pub fn default_object(kind: &str, object: &mut Value) {
             }
         }
         _ => {}
+    }
+}
+
+/// admissionregistration's `SetDefaults_MatchResources` and the rules'
+/// `SetDefaults_Rule`.
+fn match_resources(m: &mut Value) {
+    set_default(m, "matchPolicy", json!("Equivalent"));
+    set_default(m, "namespaceSelector", json!({}));
+    set_default(m, "objectSelector", json!({}));
+    for list in ["resourceRules", "excludeResourceRules"] {
+        for rule in each(m, list) {
+            set_default(rule, "scope", json!("*"));
+        }
     }
 }
 

@@ -158,6 +158,16 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
     ),
     (
         "admissionregistration.k8s.io",
+        "ValidatingAdmissionPolicy",
+        &Defaults(defaults::default_object),
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingAdmissionPolicyBinding",
+        &Defaults(defaults::default_object),
+    ),
+    (
+        "admissionregistration.k8s.io",
         "ValidatingWebhookConfiguration",
         &webhooks::WebhookConfigurationStrategy,
     ),
