@@ -421,3 +421,45 @@ fn jobs_adopt_matching_orphans_and_release_relabeled_pods() {
     assert_eq!(pods.len(), 2, "{pods:?}");
     assert!(!pods.contains(&first), "{pods:?}");
 }
+
+#[test]
+fn scheduling_gates_hold_pods_until_removed() {
+    let c = KubectlCluster::new(eks_spec_with_pool("work", 1, "m5.large"));
+    let pod = c.file(
+        "gated.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: gated\nspec:\n  schedulingGates:\n  - name: example.com/quota\n  containers:\n  - name: c\n    image: nginx\n",
+    );
+    c.ok(&["create", "-f", &pod]);
+    let condition = c.ok(&[
+        "get",
+        "pod",
+        "gated",
+        "-o",
+        "jsonpath={.status.conditions[0].type}/{.status.conditions[0].status}/{.status.conditions[0].reason}",
+    ]);
+    assert_eq!(condition, "PodScheduled/False/SchedulingGated");
+    let shown = c.ok(&["get", "pod", "gated", "--no-headers"]);
+    assert!(shown.contains("SchedulingGated"), "{shown}");
+    assert_eq!(
+        c.ok(&["get", "pod", "gated", "-o", "jsonpath={.spec.nodeName}"]),
+        ""
+    );
+    c.ok(&[
+        "patch",
+        "pod",
+        "gated",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/spec/schedulingGates"}]"#,
+    ]);
+    c.ok(&[
+        "wait",
+        "--for=condition=Ready",
+        "pod/gated",
+        "--timeout=60s",
+    ]);
+    assert!(
+        !c.ok(&["get", "pod", "gated", "-o", "jsonpath={.spec.nodeName}"])
+            .is_empty()
+    );
+}

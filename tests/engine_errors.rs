@@ -148,7 +148,12 @@ fn bad_requests_get_upstream_statuses_and_store_nothing() {
     );
     assert_eq!(
         (code, s["message"].as_str()),
-        (400, Some("field label not supported: spec.foo"))
+        (
+            400,
+            Some(
+                "\"spec.foo\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+            )
+        )
     );
     let (code, _) = api.json("GET", &format!("{CMS}?labelSelector=a%20b"), Value::Null);
     assert_eq!(code, 400);

@@ -206,7 +206,9 @@ fn get_with_selectors_across_namespaces() {
     assert_eq!(by_name["items"][0]["metadata"]["namespace"], "team-a");
     let out = c.run(&["get", "cm", "--field-selector", "spec.nope=x"]);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("field label not supported: spec.nope"),
+        String::from_utf8_lossy(&out.stderr).contains(
+            "\"spec.nope\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        ),
         "{}",
         text(&out)
     );

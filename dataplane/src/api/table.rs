@@ -691,6 +691,12 @@ fn pod_status(o: &Value) -> String {
         .or(o["status"]["phase"].as_str())
         .unwrap_or("")
         .to_owned();
+    let gated = lookup(o, ".status.conditions[*]")
+        .iter()
+        .any(|c| c["type"] == "PodScheduled" && c["reason"] == "SchedulingGated");
+    if gated {
+        reason = "SchedulingGated".into();
+    }
     let total_init = lookup(o, ".spec.initContainers[*]").len();
     let mut initializing = false;
     for (i, c) in lookup(o, ".status.initContainerStatuses[*]")

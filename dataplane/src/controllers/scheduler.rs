@@ -313,6 +313,10 @@ fn score(req: Requests, n: &NodeInfo) -> i128 {
 
 fn is_ours(p: &Value) -> bool {
     p["spec"]["nodeName"].as_str().is_none_or(str::is_empty)
+        // A gated Pod waits until its last scheduling gate is removed.
+        && p["spec"]["schedulingGates"]
+            .as_array()
+            .is_none_or(Vec::is_empty)
         && p["spec"]["schedulerName"]
             .as_str()
             .is_none_or(|s| s == COMPONENT)

@@ -104,7 +104,7 @@ impl Strategy for Defaults {
 /// (group, kind) → strategy.
 static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
     ("", "Service", &service::ServiceStrategy),
-    ("", "Pod", &Defaults(pods::default_object)),
+    ("", "Pod", &pods::PodStrategy),
     ("", "PodTemplate", &Defaults(pods::default_object)),
     ("apps", "Deployment", &Defaults(workloads::default_object)),
     ("apps", "StatefulSet", &Defaults(workloads::default_object)),

@@ -10,7 +10,9 @@
 
 use serde_json::{Value, json};
 
-use super::set_default;
+use super::{Context, Strategy, set_default};
+use crate::error::ApiError;
+use crate::resources::ResourceType;
 
 fn each<'a>(v: &'a mut Value, field: &str) -> impl Iterator<Item = &'a mut Value> {
     v.get_mut(field)
@@ -186,6 +188,44 @@ pub fn init_status(pod: &mut Value) {
     }
     let qos = qos_class(pod);
     pod["status"] = json!({ "phase": "Pending", "qosClass": qos });
+}
+
+/// The Pod strategy: a new Pod's status is the registry's (`Pending`, its
+/// QoS class, and `PodScheduled` false while scheduling gates hold it),
+/// whatever the request said.
+#[derive(Debug)]
+pub struct PodStrategy;
+
+impl Strategy for PodStrategy {
+    fn defaults(&self, rt: &ResourceType, object: &mut Value) {
+        default_object(&rt.kind, object);
+    }
+
+    fn prepare_create(
+        &self,
+        ctx: &Context<'_>,
+        _rt: &ResourceType,
+        _name: &str,
+        pod: &mut Value,
+    ) -> Result<(), ApiError> {
+        if !pod.is_object() {
+            return Ok(());
+        }
+        let qos = qos_class(pod);
+        pod["status"] = json!({ "phase": "Pending", "qosClass": qos });
+        let gated = pod["spec"]["schedulingGates"]
+            .as_array()
+            .is_some_and(|g| !g.is_empty());
+        if gated {
+            let now = ctx.now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            pod["status"]["conditions"] = json!([{
+                "type": "PodScheduled", "status": "False", "lastProbeTime": null,
+                "lastTransitionTime": now, "reason": "SchedulingGated",
+                "message": "Scheduling is blocked due to non-empty scheduling gates",
+            }]);
+        }
+        Ok(())
+    }
 }
 
 /// `serviceAccount`, the deprecated alias of `serviceAccountName`: read when
