@@ -53,6 +53,19 @@ fn omitted(zero: &str, v: &Value) -> bool {
     }
 }
 
+/// The list and map fields Go writes as `null` when unset (no `omitempty`,
+/// a nil slice or map), by definition.
+pub fn written_nil() -> impl Iterator<Item = (&'static str, &'static str)> {
+    types().iter().flat_map(|(definition, fields)| {
+        fields.iter().filter_map(move |(field, [zero, _, chain])| {
+            let nil = zero.is_empty()
+                && (chain.starts_with("[]") || chain.starts_with("map["))
+                && !chain.starts_with("[]uint8");
+            nil.then_some((definition.as_str(), field.as_str()))
+        })
+    })
+}
+
 /// Whether Go's encoder leaves field `field` of `definition` out when it
 /// holds its zero value (`omitempty` or `omitzero`); false for a field or
 /// definition the Go types do not know.

@@ -51,6 +51,18 @@ pub(crate) fn always_written() -> &'static HashMap<String, Vec<(String, Value)>>
         for (definition, fields) in &mut all {
             fields.retain(|(f, _)| !crate::api::go_types::omits_zero(definition, f));
         }
+        // Nil lists and maps without `omitempty` are written `null`: those
+        // of the served (GA) types that the OpenAPI documents do not name.
+        for (definition, field) in crate::api::go_types::written_nil() {
+            let served = !definition.contains("alpha") && !definition.contains("beta");
+            if !served || field == "items" {
+                continue;
+            }
+            let fields = all.entry(definition.to_owned()).or_default();
+            if !fields.iter().any(|(f, _)| f == field) {
+                fields.push((field.to_owned(), Value::Null));
+            }
+        }
         all
     })
 }

@@ -62,6 +62,17 @@ pub fn default_object(kind: &str, object: &mut Value) {
             meta["labels"]["kubernetes.io/metadata.name"] = json!(name);
         }
         "Secret" => secret(object),
+        "HorizontalPodAutoscaler" => {
+            if let Some(spec) = object.get_mut("spec").filter(|s| s.is_object()) {
+                set_default(spec, "minReplicas", json!(1));
+            }
+            if let Some(behavior) = object
+                .pointer_mut("/spec/behavior")
+                .filter(|b| b.is_object())
+            {
+                hpa_behavior(behavior);
+            }
+        }
         "PriorityClass" => {
             set_default(object, "preemptionPolicy", json!("PreemptLowerPriority"));
         }
@@ -115,6 +126,35 @@ pub fn default_object(kind: &str, object: &mut Value) {
             }
         }
         _ => {}
+    }
+}
+
+/// autoscaling/v2 `SetDefaults_HorizontalPodAutoscalerBehavior`: a given
+/// behavior has both directions, each with what its rules leave unset
+/// taken from upstream's defaults (scale up by 4 Pods or 100% each 15 s at
+/// once; scale down by 100% each 15 s).
+fn hpa_behavior(behavior: &mut Value) {
+    let up = json!({
+        "stabilizationWindowSeconds": 0,
+        "selectPolicy": "Max",
+        "policies": [
+            {"type": "Pods", "value": 4, "periodSeconds": 15},
+            {"type": "Percent", "value": 100, "periodSeconds": 15},
+        ],
+    });
+    let down = json!({
+        "selectPolicy": "Max",
+        "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
+    });
+    for (direction, mut rules) in [("scaleUp", up), ("scaleDown", down)] {
+        if let Some(given) = behavior[direction].as_object() {
+            for (k, v) in given {
+                if !v.is_null() {
+                    rules[k] = v.clone();
+                }
+            }
+        }
+        behavior[direction] = rules;
     }
 }
 

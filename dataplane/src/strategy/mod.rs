@@ -120,6 +120,11 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
     ("", "Namespace", &namespace::NamespaceStrategy),
     ("", "Secret", &Defaults(defaults::default_object)),
     (
+        "autoscaling",
+        "HorizontalPodAutoscaler",
+        &Defaults(defaults::default_object),
+    ),
+    (
         "certificates.k8s.io",
         "CertificateSigningRequest",
         &certificates::CsrStrategy,
