@@ -1116,8 +1116,10 @@ impl Handler<'_> {
                 crate::resources::scale::set_replicas(self.rt(), &mut next, replicas);
             }
             Sub::Finalize => {
-                // Upstream's finalize strategy keeps only the old status.
+                // Upstream's finalize strategy keeps only the old status;
+                // the body is decoded (and defaulted) as any.
                 next = view.clone();
+                strategy::defaults(self.rt(), &mut next);
                 keep_status(current, &mut next);
             }
             Sub::Approval => {

@@ -62,6 +62,13 @@ pub fn default_object(kind: &str, object: &mut Value) {
             meta["labels"]["kubernetes.io/metadata.name"] = json!(name);
         }
         "Secret" => secret(object),
+        "LimitRange" => {
+            if let Some(spec) = object.get_mut("spec") {
+                for item in each(spec, "limits") {
+                    limit_range_item(item);
+                }
+            }
+        }
         "HorizontalPodAutoscaler" => {
             if let Some(spec) = object.get_mut("spec").filter(|s| s.is_object()) {
                 set_default(spec, "minReplicas", json!(1));
@@ -126,6 +133,31 @@ pub fn default_object(kind: &str, object: &mut Value) {
             }
         }
         _ => {}
+    }
+}
+
+/// `SetDefaults_LimitRangeItem`: a Container item's default limit falls
+/// back to its max, its default request to its default limit, then to its
+/// min.
+fn limit_range_item(item: &mut Value) {
+    if item["type"] != "Container" {
+        return;
+    }
+    let map = |v: &Value| v.as_object().cloned().unwrap_or_default();
+    let (max, min) = (map(&item["max"]), map(&item["min"]));
+    let mut default = map(&item["default"]);
+    let mut request = map(&item["defaultRequest"]);
+    for (k, v) in &max {
+        default.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    for (k, v) in default.iter().chain(min.iter()) {
+        request.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    if !default.is_empty() {
+        item["default"] = Value::Object(default);
+    }
+    if !request.is_empty() {
+        item["defaultRequest"] = Value::Object(request);
     }
 }
 

@@ -119,6 +119,7 @@ static STRATEGIES: &[(&str, &str, &dyn Strategy)] = &[
     ),
     ("", "Namespace", &namespace::NamespaceStrategy),
     ("", "Secret", &Defaults(defaults::default_object)),
+    ("", "LimitRange", &Defaults(defaults::default_object)),
     (
         "autoscaling",
         "HorizontalPodAutoscaler",

@@ -118,6 +118,16 @@ static CHECKS: &[(&str, &str, Check)] = &[
         others::webhook_configuration,
     ),
     (
+        "admissionregistration.k8s.io",
+        "ValidatingAdmissionPolicy",
+        others::admission_policy,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingAdmissionPolicyBinding",
+        others::admission_policy_binding,
+    ),
+    (
         "certificates.k8s.io",
         "CertificateSigningRequest",
         others::certificate_signing_request,

@@ -357,6 +357,47 @@ pub fn endpoint_slice(e: &mut Errors, o: &Value, _old: Option<&Value>) {
     }
 }
 
+/// ValidatingAdmissionPolicies: every CEL expression compiles.
+pub fn admission_policy(e: &mut Errors, o: &Value, _old: Option<&Value>) {
+    let spec = &o["spec"];
+    let lists: [(&str, &[&str]); 4] = [
+        ("matchConditions", &["expression"]),
+        ("variables", &["expression"]),
+        ("validations", &["expression", "messageExpression"]),
+        ("auditAnnotations", &["valueExpression"]),
+    ];
+    for (list, fields) in lists {
+        for (i, item) in spec[list].as_array().into_iter().flatten().enumerate() {
+            for field in fields {
+                let Some(expression) = item[*field].as_str().filter(|x| !x.is_empty()) else {
+                    continue;
+                };
+                if let Err(why) = crate::authz::admission::compile_cel(expression) {
+                    e.invalid(
+                        &format!("spec.{list}[{i}].{field}"),
+                        &json!(expression),
+                        &format!("compilation failed: {why}"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// ValidatingAdmissionPolicyBindings: `Deny` and `Warn` together say the
+/// same thing twice.
+pub fn admission_policy_binding(e: &mut Errors, o: &Value, _old: Option<&Value>) {
+    let actions = &o["spec"]["validationActions"];
+    let has = |a: &str| actions.as_array().is_some_and(|l| l.iter().any(|x| x == a));
+    if has("Deny") && has("Warn") {
+        e.invalid(
+            "spec.validationActions",
+            actions,
+            "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
+        );
+    }
+}
+
 /// Admission webhook configurations: names of three segments and a side
 /// effect class.
 pub fn webhook_configuration(e: &mut Errors, o: &Value, _old: Option<&Value>) {
