@@ -274,6 +274,9 @@ pub async fn dispatch(
         }
         Operation::PatchSubresource(sub, kind) => h.patch_sub(sub, kind, &body).await,
     };
+    // The store names what it holds; errors name the resource asked for
+    // (an events.k8s.io Event is stored as a core one).
+    let answer = answer.map_err(|e| h.named_as_requested(e));
     // A view's errors are written indented, as upstream writes them.
     let answer = match answer {
         Err(e) if view => {
@@ -282,6 +285,22 @@ pub async fn dispatch(
             Ok(HttpResponse::build(e.status_code())
                 .content_type("application/json")
                 .body(body))
+        }
+        other => other,
+    };
+    // A DELETE's warnings come before it looks anything up, so its
+    // failures carry them.
+    let answer = match answer {
+        Err(e) if op == Operation::Delete && !h.warnings.lock().is_empty() => {
+            let mut resp = e.error_response();
+            for w in h.warnings.lock().iter() {
+                let value = field_validation::warning_header(w);
+                if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&value) {
+                    resp.headers_mut()
+                        .append(actix_web::http::header::WARNING, value);
+                }
+            }
+            Ok(resp)
         }
         other => other,
     };
@@ -364,6 +383,27 @@ impl Handler<'_> {
             group: self.rt().group.clone(),
             kind: self.rt().plural.clone(),
         })
+    }
+
+    /// `e` with its target in this request's group, when the store keeps
+    /// the type under another.
+    fn named_as_requested(&self, e: ApiError) -> ApiError {
+        let rt = self.rt();
+        let rename = |mut t: crate::error::Target| {
+            if t.group != rt.group && t.kind == rt.plural {
+                t.group = rt.group.clone();
+            }
+            t
+        };
+        match e {
+            ApiError::AlreadyExists(t) => ApiError::AlreadyExists(rename(t)),
+            ApiError::ObjectNotFound(t) => ApiError::ObjectNotFound(rename(t)),
+            ApiError::Conflict { target, message } => ApiError::Conflict {
+                target: rename(target),
+                message,
+            },
+            other => other,
+        }
     }
 
     fn current(&self, key: &ObjectKey) -> Result<Arc<Value>, ApiError> {
@@ -1001,7 +1041,14 @@ impl Handler<'_> {
     async fn delete(&self, content_type: &str, body: &[u8]) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
         let req = delete::parse(&self.params, content_type, body)?;
-        let current = self.current(&key)?;
+        let current = self.current(&key).inspect_err(|_| {
+            // Upstream warns before it looks the object up.
+            let default =
+                req.options.propagation.is_none() && req.options.orphan_dependents.is_none();
+            if default && let Some(w) = self.rt().delete_default_warning() {
+                self.warnings.lock().push(w.to_owned());
+            }
+        })?;
         let mut admission = self.admission("");
         admission.dry_run = req.dry_run;
         admission.admit_delete(&current, &req.raw).await?;

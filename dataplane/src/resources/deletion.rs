@@ -11,7 +11,7 @@ use super::ResourceType;
 
 /// Kinds whose storage sets `ReturnDeletedObject` (group, kind), as
 /// kube-apiserver 1.34 answers a finished DELETE of each.
-const RETURN_DELETED_OBJECT: [(&str, &str); 15] = [
+const RETURN_DELETED_OBJECT: [(&str, &str); 17] = [
     ("", "Pod"),
     ("", "Service"),
     ("", "ServiceAccount"),
@@ -23,6 +23,8 @@ const RETURN_DELETED_OBJECT: [(&str, &str); 15] = [
     ("storage.k8s.io", "StorageClass"),
     ("storage.k8s.io", "VolumeAttributesClass"),
     ("storage.k8s.io", "CSIDriver"),
+    ("storage.k8s.io", "CSINode"),
+    ("storage.k8s.io", "VolumeAttachment"),
     ("resource.k8s.io", "DeviceClass"),
     ("resource.k8s.io", "ResourceClaim"),
     ("resource.k8s.io", "ResourceClaimTemplate"),
