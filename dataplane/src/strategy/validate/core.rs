@@ -192,6 +192,102 @@ fn negative(q: &Value) -> bool {
     Quantity::of_json(q).is_some_and(|q| q.nanos < 0)
 }
 
+/// LimitRanges: each item's bounds in order, min ≤ default request ≤
+/// default ≤ max, and ratios of at least 1 (upstream's
+/// `ValidateLimitRange`, resource by resource).
+pub fn limit_range(e: &mut Errors, o: &Value, _old: Option<&Value>) {
+    use crate::authz::admission::quantity::Quantity;
+    for (i, item) in o["spec"]["limits"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let at = |bag: &str, k: &str| format!("spec.limits[{i}].{bag}[{k}]");
+        let get = |bag: &str, k: &str| Quantity::of_json(&item[bag][k]);
+        let mut keys: Vec<&String> = [
+            "max",
+            "min",
+            "default",
+            "defaultRequest",
+            "maxLimitRequestRatio",
+        ]
+        .iter()
+        .flat_map(|bag| item[*bag].as_object().into_iter().flat_map(|m| m.keys()))
+        .collect();
+        keys.sort();
+        keys.dedup();
+        for k in keys {
+            let (min, max) = (get("min", k), get("max", k));
+            let (default, request) = (get("default", k), get("defaultRequest", k));
+            let shown = |q: &Quantity| json!(q.to_string());
+            if let (Some(min), Some(max)) = (&min, &max)
+                && min > max
+            {
+                e.invalid(
+                    &at("min", k),
+                    &shown(min),
+                    &format!("min value {min} is greater than max value {max}"),
+                );
+            }
+            if let (Some(r), Some(min)) = (&request, &min)
+                && min > r
+            {
+                e.invalid(
+                    &at("defaultRequest", k),
+                    &shown(r),
+                    &format!("min value {min} is greater than default request value {r}"),
+                );
+            }
+            if let (Some(r), Some(max)) = (&request, &max)
+                && r > max
+            {
+                e.invalid(
+                    &at("defaultRequest", k),
+                    &shown(r),
+                    &format!("default request value {r} is greater than max value {max}"),
+                );
+            }
+            if let (Some(r), Some(d)) = (&request, &default)
+                && r > d
+            {
+                e.invalid(
+                    &at("defaultRequest", k),
+                    &shown(r),
+                    &format!("default request value {r} is greater than default limit value {d}"),
+                );
+            }
+            if let (Some(d), Some(min)) = (&default, &min)
+                && min > d
+            {
+                e.invalid(
+                    &at("default", k),
+                    &shown(min),
+                    &format!("min value {min} is greater than default value {d}"),
+                );
+            }
+            if let (Some(d), Some(max)) = (&default, &max)
+                && d > max
+            {
+                e.invalid(
+                    &at("default", k),
+                    &shown(max),
+                    &format!("default value {d} is greater than max value {max}"),
+                );
+            }
+            if let Some(ratio) = get("maxLimitRequestRatio", k)
+                && ratio < Quantity::from_units(1)
+            {
+                e.invalid(
+                    &at("maxLimitRequestRatio", k),
+                    &shown(&ratio),
+                    &format!("ratio {ratio} is less than 1"),
+                );
+            }
+        }
+    }
+}
+
 /// ResourceQuotas: no negative limits.
 pub fn resource_quota(e: &mut Errors, o: &Value, _old: Option<&Value>) {
     for bag in ["spec.hard", "status.hard", "status.used"] {

@@ -32,6 +32,7 @@ type Check = fn(&mut Errors, &Value, Option<&Value>);
 /// (group, kind) → its rules.
 static CHECKS: &[(&str, &str, Check)] = &[
     ("", "Pod", workloads::pod),
+    ("", "LimitRange", core::limit_range),
     ("", "PodTemplate", workloads::pod_template),
     (
         "",
@@ -122,6 +123,7 @@ static CHECKS: &[(&str, &str, Check)] = &[
         "ValidatingAdmissionPolicy",
         others::admission_policy,
     ),
+    ("resource.k8s.io", "DeviceClass", others::device_class),
     (
         "admissionregistration.k8s.io",
         "ValidatingAdmissionPolicyBinding",

@@ -384,6 +384,27 @@ pub fn admission_policy(e: &mut Errors, o: &Value, _old: Option<&Value>) {
     }
 }
 
+/// DeviceClasses: every selector's CEL expression compiles.
+pub fn device_class(e: &mut Errors, o: &Value, _old: Option<&Value>) {
+    for (i, selector) in o["spec"]["selectors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let Some(expression) = selector["cel"]["expression"].as_str() else {
+            continue;
+        };
+        if let Err(why) = crate::authz::admission::compile_cel(expression) {
+            e.invalid(
+                &format!("spec.selectors[{i}].cel.expression"),
+                &json!(expression),
+                &format!("compilation failed: {why}"),
+            );
+        }
+    }
+}
+
 /// ValidatingAdmissionPolicyBindings: `Deny` and `Warn` together say the
 /// same thing twice.
 pub fn admission_policy_binding(e: &mut Errors, o: &Value, _old: Option<&Value>) {
