@@ -499,10 +499,105 @@ fn write_members<'a>(
                 }
                 out.push(b']');
             }
+            ("fieldsV1", _, Value::Object(_)) => write_fields_v1(out, v),
             _ => write_field(out, v, field_type, map),
         }
     }
     out.push(b'}');
+}
+
+/// A `fieldsV1` set in structured-merge-diff's order: `.` first, then field
+/// names, keys, values and indexes, each compared as values (a key's port 80
+/// before port 443), not as the strings they are written as.
+fn write_fields_v1(out: &mut Vec<u8>, v: &Value) {
+    let Value::Object(m) = v else {
+        return scalar(out, v);
+    };
+    let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+    entries.sort_by(|(a, _), (b, _)| fields_v1_order(a, b));
+    out.push(b'{');
+    for (i, (k, child)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        string(out, k);
+        out.push(b':');
+        write_fields_v1(out, child);
+    }
+    out.push(b'}');
+}
+
+/// structured-merge-diff's `PathElement.Compare`, on the written elements.
+fn fields_v1_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let rank = |e: &str| match e.split_once(':').map(|(p, _)| p) {
+        _ if e == "." => 0,
+        Some("f") => 1,
+        Some("k") => 2,
+        Some("v") => 3,
+        Some("i") => 4,
+        _ => 5,
+    };
+    let (ra, rb) = (rank(a), rank(b));
+    if ra != rb || ra == 0 {
+        return ra.cmp(&rb);
+    }
+    let (ta, tb) = (&a[2..], &b[2..]);
+    match ra {
+        1 => ta.cmp(tb),
+        4 => match (ta.parse::<i64>(), tb.parse::<i64>()) {
+            (Ok(x), Ok(y)) => x.cmp(&y),
+            _ => ta.cmp(tb),
+        },
+        _ => match (
+            serde_json::from_str::<Value>(ta),
+            serde_json::from_str::<Value>(tb),
+        ) {
+            (Ok(x), Ok(y)) => value_order(&x, &y),
+            _ => ta.cmp(tb),
+        },
+    }
+}
+
+/// structured-merge-diff's value order: numbers by value, strings by
+/// bytes, lists and maps (a key's fields, by name) element by element.
+fn value_order(a: &Value, b: &Value) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let rank = |v: &Value| match v {
+        Value::Null => 0,
+        Value::Bool(_) => 1,
+        Value::Number(_) => 2,
+        Value::String(_) => 3,
+        Value::Array(_) => 4,
+        Value::Object(_) => 5,
+    };
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            let (x, y) = (x.as_f64().unwrap_or(0.0), y.as_f64().unwrap_or(0.0));
+            x.partial_cmp(&y).unwrap_or(Ordering::Equal)
+        }
+        (Value::String(x), Value::String(y)) => x.cmp(y),
+        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        (Value::Array(x), Value::Array(y)) => {
+            for (p, q) in x.iter().zip(y) {
+                let o = value_order(p, q);
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            // Both sorted by name (serde's maps are).
+            for ((kp, p), (kq, q)) in x.iter().zip(y) {
+                let o = kp.cmp(kq).then_with(|| value_order(p, q));
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        _ => rank(a).cmp(&rank(b)),
+    }
 }
 
 /// Whether `key` is the inline TypeMeta of `m`, not a field of its own.

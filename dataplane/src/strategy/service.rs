@@ -36,6 +36,17 @@ fn needs_health_check_port(spec: &Value) -> bool {
 fn default_spec(spec: &mut Value) {
     set_default(spec, "type", json!("ClusterIP"));
     set_default(spec, "sessionAffinity", json!("None"));
+    // ClientIP affinity lasts three hours unless told otherwise.
+    if spec["sessionAffinity"] == "ClientIP" {
+        set_default(spec, "sessionAffinityConfig", json!({}));
+        let config = &mut spec["sessionAffinityConfig"];
+        if config.is_object() {
+            set_default(config, "clientIP", json!({}));
+            if config["clientIP"].is_object() {
+                set_default(&mut config["clientIP"], "timeoutSeconds", json!(10800));
+            }
+        }
+    }
     let kind = kind_of(spec).to_owned();
     if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
         for p in ports {

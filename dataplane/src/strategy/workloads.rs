@@ -189,6 +189,14 @@ fn set_template_generation(ds: &mut Value, generation: i64) {
 impl Strategy for DaemonSetStrategy {
     fn defaults(&self, rt: &ResourceType, object: &mut Value) {
         default_object(&rt.kind, object);
+        // apps/v1 always carries the internal template generation as this
+        // annotation, 0 until the registry counts it: a writer's fields
+        // include it, as upstream's decoder makes them.
+        if object["metadata"].is_object()
+            && object["metadata"]["annotations"][TEMPLATE_GENERATION].is_null()
+        {
+            set_template_generation(object, 0);
+        }
     }
 
     fn prepare_create(
