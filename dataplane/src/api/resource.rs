@@ -280,8 +280,8 @@ pub async fn dispatch(
     // A view's errors are written indented, as upstream writes them.
     let answer = match answer {
         Err(e) if view => {
-            let mut body = wire::indent(&wire::to_vec(&e.status()));
-            body.push(b'\n');
+            // Indented, and without the closing newline.
+            let body = wire::indent(&wire::to_vec(&e.status()));
             Ok(HttpResponse::build(e.status_code())
                 .content_type("application/json")
                 .body(body))

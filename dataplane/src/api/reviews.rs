@@ -104,13 +104,24 @@ async fn create(
         Review::LocalSubjectAccess => ("LocalSubjectAccessReview", "authorization"),
         Review::Token => ("TokenReview", "authentication"),
     };
-    track(
-        &req,
-        &mut body,
+    let api_group = format!("{group}.k8s.io");
+    crate::api::validation::check_sub_type_meta(
+        &body,
         kind,
-        group,
-        engine.registry().clock().now(),
+        &api_group,
+        &[&format!("{api_group}/v1")],
     )?;
+    // A rules review is answered as a new object: nothing of the request's
+    // metadata, its field manager's entry included, comes back.
+    if op != Review::SelfSubjectRules {
+        track(
+            &req,
+            &mut body,
+            kind,
+            group,
+            engine.registry().clock().now(),
+        )?;
+    }
     let mut answer = match op {
         Review::Token => token_review(engine, &cluster.id, &body),
         Review::SelfSubjectAccess => review::self_subject_access_review(&authz, &caller, &body),
@@ -121,7 +132,10 @@ async fn create(
             review::local_subject_access_review(&authz, namespace, &body)
         }
     }?;
-    answer["metadata"] = body["metadata"].take();
+    answer["metadata"] = match op {
+        Review::SelfSubjectRules => json!({}),
+        _ => body["metadata"].take(),
+    };
     Ok(wire::respond(HttpResponse::Created(), &answer))
 }
 

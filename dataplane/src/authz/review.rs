@@ -341,7 +341,7 @@ pub fn self_subject_rules_review(
         "kind": "SelfSubjectRulesReview",
         "apiVersion": format!("{GROUP}/v1"),
         "metadata": metadata,
-        "spec": { "namespace": namespace },
+        "spec": {},
         "status": status,
     }))
 }
