@@ -142,7 +142,7 @@ pub fn negotiate(req: &HttpRequest, params: &Params) -> Result<Output, ApiError>
     if table::wants_table(accept) {
         return Ok(Output::Table(IncludeObject::parse(
             params.get("includeObject"),
-        )));
+        )?));
     }
     if let Some(m) = partial::wanted(accept) {
         return Ok(Output::Metadata(m));

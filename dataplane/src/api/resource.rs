@@ -221,7 +221,12 @@ pub async fn dispatch(
         }
         directive = Directive::parse(&params, kind)?;
     }
-    let output = request::negotiate(&req, &params)?;
+    let output = match request::negotiate(&req, &params) {
+        Ok(output) => output,
+        // A request for a view is refused in the view's (indented) form.
+        Err(e) if request::header(&req, "accept").contains("as=") => return Ok(indented(&e)),
+        Err(e) => return Err(e),
+    };
     let user = req
         .extensions()
         .get::<kemu_shared::UserInfo>()
@@ -279,13 +284,7 @@ pub async fn dispatch(
     let answer = answer.map_err(|e| h.named_as_requested(e));
     // A view's errors are written indented, as upstream writes them.
     let answer = match answer {
-        Err(e) if view => {
-            // Indented, and without the closing newline.
-            let body = wire::indent(&wire::to_vec(&e.status()));
-            Ok(HttpResponse::build(e.status_code())
-                .content_type("application/json")
-                .body(body))
-        }
+        Err(e) if view => Ok(indented(&e)),
         other => other,
     };
     // A DELETE's warnings come before it looks anything up, so its
@@ -1287,6 +1286,14 @@ fn json_kind(v: &Value) -> &'static str {
         Value::Object(_) => "object",
         _ => "number",
     }
+}
+
+/// An error as upstream answers a request for a Table or metadata view:
+/// indented, and without the closing newline.
+fn indented(e: &ApiError) -> HttpResponse {
+    HttpResponse::build(e.status_code())
+        .content_type("application/json")
+        .body(wire::indent(&wire::to_vec(&e.status())))
 }
 
 /// How a strategic merge patch words a value of the wrong shape: it fails

@@ -27,11 +27,15 @@ pub enum IncludeObject {
 
 impl IncludeObject {
     /// Parses the `includeObject` query parameter.
-    pub fn parse(value: Option<&str>) -> Self {
+    pub fn parse(value: Option<&str>) -> Result<Self, crate::error::ApiError> {
         match value {
-            Some("None") => IncludeObject::None,
-            Some("Object") => IncludeObject::Object,
-            _ => IncludeObject::Metadata,
+            Some("None") => Ok(IncludeObject::None),
+            Some("Object") => Ok(IncludeObject::Object),
+            None | Some("" | "Metadata") => Ok(IncludeObject::Metadata),
+            Some(other) => Err(crate::error::ApiError::BadRequest(format!(
+                "Unable to convert to Table as requested: includeObject: Invalid value: {}: must be 'Metadata', 'Object', 'None', or empty",
+                serde_json::Value::from(other)
+            ))),
         }
     }
 }
@@ -1076,8 +1080,14 @@ mod tests {
 
     #[test]
     fn include_object_and_accept() {
-        assert_eq!(IncludeObject::parse(Some("None")), IncludeObject::None);
-        assert_eq!(IncludeObject::parse(None), IncludeObject::Metadata);
+        assert_eq!(
+            IncludeObject::parse(Some("None")).ok(),
+            Some(IncludeObject::None)
+        );
+        assert_eq!(
+            IncludeObject::parse(None).ok(),
+            Some(IncludeObject::Metadata)
+        );
         assert!(wants_table(
             "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
         ));
