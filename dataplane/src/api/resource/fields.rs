@@ -135,6 +135,19 @@ impl Handler<'_> {
             )));
         }
         self.warnings.lock().extend(dups);
+        // An apply configuration names its type exactly: nothing defaults
+        // its type meta, nothing converts it.
+        let rt = self.rt();
+        let (api, kind) = (
+            config["apiVersion"].as_str().unwrap_or_default(),
+            config["kind"].as_str().unwrap_or_default(),
+        );
+        if api != rt.api_version() || kind != rt.kind {
+            let (group, version) = api.rsplit_once('/').unwrap_or(("", api));
+            return Err(ApiError::BadRequest(format!(
+                "invalid object type: {group}/{version}, Kind={kind}"
+            )));
+        }
         // As the configuration came: upstream types it before defaulting.
         self.check_declared(&config)?;
         self.check_body(&mut config)?;
