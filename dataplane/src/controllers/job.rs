@@ -208,25 +208,14 @@ impl JobController {
             if obj::controller_ref(&p).is_some() || obj::deleting(&p) || !selector.selects(&p) {
                 continue;
             }
-            let mut adopted = (*p).clone();
-            let mut refs = obj::owner_refs(&adopted).to_vec();
-            refs.push(obj::controller_ref_to(kinds::JOB, job));
-            adopted["metadata"]["ownerReferences"] = json!(refs);
-            writes.push(adopted);
+            writes.push(obj::adopted(&p, kinds::JOB, job));
         }
         let uid = obj::uid(job);
         for p in pods.controlled_by(uid) {
             if selector.selects(&p) || obj::deleting(&p) {
                 continue;
             }
-            let mut released = (*p).clone();
-            let refs: Vec<Value> = obj::owner_refs(&released)
-                .iter()
-                .filter(|r| r["uid"] != uid)
-                .cloned()
-                .collect();
-            released["metadata"]["ownerReferences"] = json!(refs);
-            writes.push(released);
+            writes.push(obj::released(&p, uid));
         }
         for pod in writes {
             match self.rt.client.update(kinds::POD, pod).await {

@@ -143,6 +143,27 @@ pub fn controller_ref_to(kind: Kind, owner: &Value) -> Value {
     })
 }
 
+/// `pod` adopted by `owner` (of `kind`): its controller reference added.
+pub fn adopted(pod: &Value, kind: Kind, owner: &Value) -> Value {
+    let mut next = pod.clone();
+    let mut refs = owner_refs(&next).to_vec();
+    refs.push(controller_ref_to(kind, owner));
+    next["metadata"]["ownerReferences"] = json!(refs);
+    next
+}
+
+/// `pod` released by the owner of `uid`: its reference to it removed.
+pub fn released(pod: &Value, uid: &str) -> Value {
+    let mut next = pod.clone();
+    let refs: Vec<Value> = owner_refs(&next)
+        .iter()
+        .filter(|r| r["uid"] != uid)
+        .cloned()
+        .collect();
+    next["metadata"]["ownerReferences"] = json!(refs);
+    next
+}
+
 /// A timestamp as the API writes it (`2026-01-01T00:00:00Z`).
 pub fn fmt_time(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)

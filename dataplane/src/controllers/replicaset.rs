@@ -319,25 +319,15 @@ impl ReplicaSetController {
             if obj::controller_ref(&p).is_some() || obj::deleting(&p) || !selector.selects(&p) {
                 continue;
             }
-            let mut new = (*p).clone();
-            let mut refs = obj::owner_refs(&new).to_vec();
-            refs.push(obj::controller_ref_to(self.flavor.kind, rs));
-            new["metadata"]["ownerReferences"] = json!(refs);
-            self.write_pod(new).await?;
+            self.write_pod(obj::adopted(&p, self.flavor.kind, rs))
+                .await?;
         }
         for key in relabeled {
             let Some(p) = pods.get(&key) else { continue };
             if obj::controller_uid(&p) != Some(uid) || selector.selects(&p) {
                 continue;
             }
-            let mut new = (*p).clone();
-            let refs: Vec<Value> = obj::owner_refs(&new)
-                .iter()
-                .filter(|r| r["uid"] != uid)
-                .cloned()
-                .collect();
-            new["metadata"]["ownerReferences"] = json!(refs);
-            self.write_pod(new).await?;
+            self.write_pod(obj::released(&p, uid)).await?;
         }
         Ok(())
     }

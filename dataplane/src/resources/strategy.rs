@@ -41,20 +41,25 @@ impl UnknownFields {
 }
 
 fn invalid(rt: &ResourceType, object: &Value, causes: Vec<Cause>) -> ApiError {
+    invalid_as(object, &rt.group, &rt.kind, causes)
+}
+
+/// An Invalid error naming `object` as a `kind` of `group`: upstream
+/// names the group-kind (`CronTab.stable.example.com "x" is invalid`).
+fn invalid_as(object: &Value, group: &str, kind: &str, causes: Vec<Cause>) -> ApiError {
     ApiError::Invalid {
         target: Target {
             name: object["metadata"]["name"]
                 .as_str()
                 .unwrap_or_default()
                 .to_owned(),
-            group: rt.group.clone(),
-            kind: rt.kind.clone(),
+            group: group.to_owned(),
+            kind: kind.to_owned(),
         },
-        // Upstream names the group-kind: `CronTab.stable.example.com "x" is invalid`.
-        kind: if rt.group.is_empty() {
-            rt.kind.clone()
+        kind: if group.is_empty() {
+            kind.to_owned()
         } else {
-            format!("{}.{}", rt.kind, rt.group)
+            format!("{kind}.{group}")
         },
         causes,
     }
@@ -70,22 +75,12 @@ pub fn require_resource_version(rt: &ResourceType, object: &Value) -> Result<(),
     if rt.custom.is_none() || given {
         return Ok(());
     }
-    Err(ApiError::Invalid {
-        target: Target {
-            name: object["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-            group: rt.group.clone(),
-            kind: rt.plural.clone(),
-        },
-        kind: format!("{}.{}", rt.plural, rt.group),
-        causes: vec![Cause {
-            reason: "FieldValueInvalid".into(),
-            message: "Invalid value: 0: must be specified for an update".into(),
-            field: "metadata.resourceVersion".into(),
-        }],
-    })
+    let cause = Cause {
+        reason: "FieldValueInvalid".into(),
+        message: "Invalid value: 0: must be specified for an update".into(),
+        field: "metadata.resourceVersion".into(),
+    };
+    Err(invalid_as(object, &rt.group, &rt.plural, vec![cause]))
 }
 
 /// Runs before a new object is stored; the warnings to answer with.
