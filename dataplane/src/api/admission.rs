@@ -150,10 +150,11 @@ impl Admission<'_> {
         let (group, resource) = (self.rt.group.as_str(), self.rt.plural.as_str());
         let ns = self.namespace;
         let name = object_name(&object).to_owned();
+        // Read once: NamespaceLifecycle and PodSecurity both look at it.
+        let ns_object = (self.is_main() && !ns.is_empty())
+            .then(|| self.get(NAMESPACES, "", ns))
+            .flatten();
         if self.is_main() {
-            let ns_object = (!ns.is_empty())
-                .then(|| self.get(NAMESPACES, "", ns))
-                .flatten();
             namespace::admit(op, group, resource, &name, ns, ns_object.as_ref()).map_err(|r| {
                 match r {
                     namespace::Refusal::NotFound(e) => e,
@@ -201,7 +202,7 @@ impl Admission<'_> {
         }
         if self.is_main() {
             limitrange::validate(op, group, resource, &object, &limit_ranges)?;
-            self.check_pod_security(op, &object, old)?;
+            self.check_pod_security(op, &object, old, ns_object.as_ref())?;
         }
         self.check_policies(op, Some(&object), old, &options)?;
         self.call_webhooks(false, op, Some(object.clone()), old, &options)
@@ -221,6 +222,7 @@ impl Admission<'_> {
         op: Operation,
         object: &Value,
         old: Option<&Value>,
+        ns: Option<&Value>,
     ) -> Result<(), ApiError> {
         let labels = |o: &Value| o["metadata"]["labels"].clone();
         if self.is("", "namespaces") {
@@ -246,21 +248,15 @@ impl Admission<'_> {
             }
             return Ok(());
         }
-        if self.namespace.is_empty() {
-            return Ok(());
-        }
         let pod = self.is("", "pods");
         if pod && op != Operation::Create {
             return Ok(());
         }
-        let Some(ns) = self.get(NAMESPACES, "", self.namespace) else {
+        let Some(ns) = ns else {
             return Ok(());
         };
-        let ns_labels = labels(&ns);
-        if !ns_labels.as_object().is_some_and(|l| {
-            l.keys()
-                .any(|k| k.starts_with("pod-security.kubernetes.io/"))
-        }) {
+        let ns_labels = labels(ns);
+        if !pod_security::labelled(&ns_labels) {
             return Ok(());
         }
         if pod {

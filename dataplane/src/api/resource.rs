@@ -1130,17 +1130,11 @@ impl Handler<'_> {
                         "the name of the object ({n}) does not match the name on the URL ({name})"
                     )));
                 }
+                if let Some(why) = go_types::type_error(SCALE, view) {
+                    return Err(field_validation::decode_failure(self.rt(), view, &why));
+                }
                 // Omitted, as Go omits a zero: none is zero replicas.
-                let replicas = match &view["spec"]["replicas"] {
-                    Value::Null => 0,
-                    v => v.as_i64().ok_or_else(|| {
-                        field_validation::decode_failure(
-                            self.rt(),
-                            view,
-                            &format!("json: cannot unmarshal {} into Go struct field ScaleSpec.spec.replicas of type int32", json_kind(v)),
-                        )
-                    })?,
-                };
+                let replicas = view["spec"]["replicas"].as_i64().unwrap_or(0);
                 if replicas < 0 {
                     // Upstream validates the Scale itself first.
                     return Err(ApiError::Invalid {
@@ -1247,7 +1241,7 @@ impl Handler<'_> {
                 let rv = view["metadata"]["resourceVersion"].take();
                 let schema = match sub {
                     Sub::Status | Sub::Finalize | Sub::Approval => schema,
-                    Sub::Scale => openapi::definitions().get("io.k8s.api.autoscaling.v1.Scale"),
+                    Sub::Scale => openapi::definitions().get(SCALE),
                 };
                 patch::apply(kind, &mut view, &patch, schema)?;
                 if view["metadata"]["resourceVersion"].is_null() {
@@ -1255,8 +1249,7 @@ impl Handler<'_> {
                 }
                 if sub == Sub::Scale
                     && kind != PatchType::StrategicMerge
-                    && let Some(why) =
-                        go_types::type_error("io.k8s.api.autoscaling.v1.Scale", &view)
+                    && let Some(why) = go_types::type_error(SCALE, &view)
                 {
                     let shown = serde_json::to_string(&view).unwrap_or_default();
                     return Err(field_validation::patch_invalid(&shown, &why));
@@ -1275,18 +1268,8 @@ impl Handler<'_> {
     }
 }
 
-/// Kinds whose status strategy keeps none of a status write's metadata
-/// (`ResetObjectMetaForStatus`, or the old object's metadata copied), as
-/// The JSON type name Go's decoder errors use.
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::String(_) => "string",
-        Value::Bool(_) => "bool",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-        _ => "number",
-    }
-}
+/// The definition of the `/scale` subresource's body.
+const SCALE: &str = "io.k8s.api.autoscaling.v1.Scale";
 
 /// An error as upstream answers a request for a Table or metadata view:
 /// indented, and without the closing newline.
@@ -1310,6 +1293,8 @@ fn strategic_mismatch(go_error: &str) -> &str {
     }
 }
 
+/// Kinds whose status strategy keeps none of a status write's metadata
+/// (`ResetObjectMetaForStatus`, or the old object's metadata copied), as
 /// kube-apiserver 1.34's registries have it; custom resources are the same.
 const STATUS_RESETS_METADATA: [(&str, &str); 10] = [
     ("apiextensions.k8s.io", "CustomResourceDefinition"),

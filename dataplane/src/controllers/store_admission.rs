@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use super::client::Kind;
 use crate::api::admission::Admission;
 use crate::authz::Mode;
-use crate::authz::admission::{Operation, serviceaccount};
+use crate::authz::admission::{Operation, pod_security, serviceaccount};
 use crate::error::ApiError;
 use crate::resources::ClusterResources;
 use crate::store::{ObjectKey, Store};
@@ -94,12 +94,7 @@ pub fn anything_to_admit(store: &dyn Store, namespace: &str) -> bool {
     let pod_security = || {
         store
             .get(&ObjectKey::new(crate::store::NAMESPACES, "", namespace))
-            .is_some_and(|ns| {
-                ns["metadata"]["labels"].as_object().is_some_and(|l| {
-                    l.keys()
-                        .any(|k| k.starts_with("pod-security.kubernetes.io/"))
-                })
-            })
+            .is_some_and(|ns| pod_security::labelled(&ns["metadata"]["labels"]))
     };
     (!namespace.is_empty()
         && (NAMESPACED.iter().any(|r| any(r, Some(namespace))) || pod_security()))

@@ -36,6 +36,9 @@ pub struct CustomSpec {
     pub defaults: bool,
     /// `selectableFields`, as field selectors name them (`spec.color`).
     pub selectable: Vec<String>,
+    /// The schema field management walks its objects with
+    /// ([`typed_schema`]), made once per version.
+    pub typed_schema: Option<&'static Value>,
 }
 
 /// The schema field management walks a custom resource with: its version's
@@ -45,15 +48,15 @@ pub struct CustomSpec {
 /// Field management wants schemas that live as long as the program, as
 /// the built-ins' do; each distinct schema is kept once, so a CRD created
 /// again with the same schema costs nothing more.
-pub fn typed_schema(spec: &CustomSpec) -> Option<&'static Value> {
+pub fn typed_schema(schema: &Value) -> Option<&'static Value> {
     use std::collections::HashMap;
     use std::hash::{Hash, Hasher};
     use std::sync::{Mutex, OnceLock};
     static KEPT: OnceLock<Mutex<HashMap<u64, Vec<&'static Value>>>> = OnceLock::new();
-    if !spec.schema.is_object() {
+    if !schema.is_object() {
         return None;
     }
-    let mut typed = spec.schema.clone();
+    let mut typed = schema.clone();
     if !typed["properties"].is_object() {
         typed["properties"] = json!({});
     }
@@ -282,6 +285,7 @@ pub fn types_of(crd: &Value) -> Vec<ResourceType> {
                         .filter_map(|f| f["jsonPath"].as_str())
                         .map(|p| p.trim_start_matches('.').to_owned())
                         .collect(),
+                    typed_schema: typed_schema(&v["schema"]["openAPIV3Schema"]),
                 })),
             }
         })

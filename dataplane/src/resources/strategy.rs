@@ -210,7 +210,7 @@ fn scale_causes(paths: &custom::ScalePaths, object: &Value, out: &mut Vec<Cause>
                 0,
                 format!(
                     "{path} accessor error: {} is of the type {}, expected int64",
-                    go_text(v),
+                    crate::api::field_validation::go_format(v),
                     go_type(v)
                 ),
             ),
@@ -228,20 +228,11 @@ fn scale_causes(paths: &custom::ScalePaths, object: &Value, out: &mut Vec<Cause>
             reason: "FieldValueInvalid".into(),
             message: format!(
                 "Invalid value: \"\": {path} accessor error: {} is of the type {}, expected string",
-                go_text(v),
+                crate::api::field_validation::go_format(v),
                 go_type(v)
             ),
             field: path.clone(),
         });
-    }
-}
-
-/// How Go's `%v` prints a decoded JSON value.
-fn go_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Bool(b) => b.to_string(),
-        other => other.to_string(),
     }
 }
 

@@ -208,11 +208,11 @@ impl Strategy for PodStrategy {
         _name: &str,
         pod: &mut Value,
     ) -> Result<(), ApiError> {
-        if !pod.is_object() {
+        let Some(m) = pod.as_object_mut() else {
             return Ok(());
-        }
-        let qos = qos_class(pod);
-        pod["status"] = json!({ "phase": "Pending", "qosClass": qos });
+        };
+        m.remove("status");
+        init_status(pod);
         let gated = pod["spec"]["schedulingGates"]
             .as_array()
             .is_some_and(|g| !g.is_empty());

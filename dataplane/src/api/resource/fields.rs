@@ -71,7 +71,7 @@ impl Handler<'_> {
                 .now()
                 .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             schema: match &rt.custom {
-                Some(spec) => crate::resources::custom::typed_schema(spec),
+                Some(spec) => spec.typed_schema,
                 None => openapi::definitions().get(&rt.definition),
             },
             status_subresource: has_sub(rt, "status"),

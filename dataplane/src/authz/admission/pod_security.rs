@@ -20,6 +20,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
+use crate::api::options::go_quote;
 use crate::error::Cause;
 
 /// The label prefix of the three modes.
@@ -79,6 +80,14 @@ pub struct Policy {
     pub enforce: LevelVersion,
     /// Warned of when broken.
     pub warn: LevelVersion,
+}
+
+/// Whether a namespace's `labels` name any PodSecurity mode (else every
+/// level is `privileged` and there is nothing to check).
+pub fn labelled(labels: &Value) -> bool {
+    labels
+        .as_object()
+        .is_some_and(|l| l.keys().any(|k| k.starts_with(PREFIX)))
 }
 
 fn version_valid(v: &str) -> bool {
@@ -159,10 +168,6 @@ fn invalid(mode_suffix: &str, value: &str, message: &str) -> Cause {
         message: format!("Invalid value: {}: {message}", go_quote(value)),
         field: format!("metadata.labels[{PREFIX}{mode_suffix}]"),
     }
-}
-
-fn go_quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_default()
 }
 
 /// What is wrong with a Namespace's PodSecurity labels on create, or on an
