@@ -463,3 +463,85 @@ fn scheduling_gates_hold_pods_until_removed() {
             .is_empty()
     );
 }
+
+#[test]
+fn pod_failure_policy_fails_the_job_and_per_index_limits_fail_indexes() {
+    let c = KubectlCluster::new(eks_spec_with_pool("work", 1, "m5.large"));
+    // A FailJob rule on the exit code: the first failure ends the Job.
+    let job = c.file(
+        "fail-job.yaml",
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: policy\nspec:\n  backoffLimit: 6\n  podFailurePolicy:\n    rules:\n    - action: Ignore\n      onPodConditions:\n      - type: DisruptionTarget\n    - action: FailJob\n      onExitCodes:\n        containerName: main\n        operator: In\n        values: [42]\n  template:\n    metadata:\n      labels:\n        app: policy\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: main\n        image: busybox\n        command: [sh, -c, \"exit 42\"]\n",
+    );
+    c.ok(&["apply", "-f", &job]);
+    c.ok(&[
+        "wait",
+        "--for=condition=Failed",
+        "job/policy",
+        "--timeout=60s",
+    ]);
+    let job = c.json(&["get", "job", "policy", "-o", "json"]);
+    // The decoder's default for a pattern's status, as upstream's.
+    assert_eq!(
+        job["spec"]["podFailurePolicy"]["rules"][0]["onPodConditions"][0]["status"],
+        "True"
+    );
+    let failed = job["status"]["conditions"]
+        .as_array()
+        .expect("conditions")
+        .iter()
+        .find(|c| c["type"] == "Failed")
+        .expect("Failed condition")
+        .clone();
+    let pods = pod_names(&c, "app=policy");
+    assert_eq!(pods.len(), 1, "one Pod, not replaced: {pods:?}");
+    assert_eq!(failed["reason"], "PodFailurePolicy");
+    assert_eq!(
+        failed["message"],
+        format!(
+            "Container main for pod default/{} failed with exit code 42 matching FailJob rule at index 1",
+            pods[0]
+        )
+    );
+    assert_eq!(job["status"]["failed"], 1);
+
+    // backoffLimitPerIndex 0: each index fails on its first failure, the
+    // Job once every index has ended.
+    let job = c.file(
+        "per-index.yaml",
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: indexed\nspec:\n  completionMode: Indexed\n  completions: 3\n  parallelism: 3\n  backoffLimitPerIndex: 0\n  template:\n    metadata:\n      labels:\n        app: indexed\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: main\n        image: busybox\n        command: [sh, -c, \"exit 1\"]\n",
+    );
+    c.ok(&["apply", "-f", &job]);
+    c.ok(&[
+        "wait",
+        "--for=condition=Failed",
+        "job/indexed",
+        "--timeout=60s",
+    ]);
+    let job = c.json(&["get", "job", "indexed", "-o", "json"]);
+    // With a per-index limit the Job-wide limit defaults to int32's max.
+    assert_eq!(job["spec"]["backoffLimit"], 2147483647);
+    assert_eq!(job["status"]["failedIndexes"], "0-2");
+    assert_eq!(job["status"]["failed"], 3);
+    let reason = job["status"]["conditions"]
+        .as_array()
+        .expect("conditions")
+        .iter()
+        .find(|c| c["type"] == "Failed")
+        .map(|c| c["reason"].clone());
+    assert_eq!(reason, Some(serde_json::json!("FailedIndexes")));
+    let pods = c.items(&["get", "pods", "-l", "app=indexed"]);
+    assert_eq!(pods.len(), 3, "no index retried");
+    for p in &pods {
+        let annotations = &p["metadata"]["annotations"];
+        assert_eq!(
+            annotations["batch.kubernetes.io/job-index-failure-count"],
+            "0"
+        );
+        let env = &p["spec"]["containers"][0]["env"][0];
+        assert_eq!(env["name"], "JOB_COMPLETION_INDEX");
+        assert_eq!(
+            env["valueFrom"]["fieldRef"]["fieldPath"],
+            "metadata.labels['batch.kubernetes.io/job-completion-index']"
+        );
+    }
+}

@@ -189,3 +189,71 @@ fn snapshot_restore_round_trip_and_reset() {
     assert!(text(&out).contains("bad.jsonl:1:"), "{}", text(&out));
     second.stop();
 }
+
+/// The names and sizes of the files in `dir`.
+fn listing(dir: &Path) -> std::collections::BTreeMap<String, u64> {
+    std::fs::read_dir(dir)
+        .expect("read data dir")
+        .map(|e| {
+            let e = e.expect("entry");
+            let len = e.metadata().expect("metadata").len();
+            (e.file_name().to_string_lossy().into_owned(), len)
+        })
+        .collect()
+}
+
+#[test]
+fn a_second_kemu_on_a_data_dir_is_refused_and_changes_nothing() {
+    let sb = Sandbox::new();
+    let data = sb.path("data");
+    let data_arg = data.to_str().expect("utf-8 path");
+    let ports = Ports::free();
+    let first = Kemu::start(&ports, &sb.path("run-1"), &["--data-dir", data_arg]);
+    let aws = Aws::new(&sb, &first.ready.eks);
+    create_cluster(&aws, "locked");
+    let before = listing(&data);
+
+    // Other ports, so the second kemu would start if the directory let it.
+    let other = Ports::free();
+    let mut second = Command::new(env!("CARGO_BIN_EXE_kemu"))
+        .args(["--eks-port", &other.eks.to_string()])
+        .args(["--gke-port", &other.gke.to_string()])
+        .args(["--aks-port", &other.aks.to_string()])
+        .args(["--admin-port", &other.admin.to_string()])
+        .arg("--run-dir")
+        .arg(sb.path("run-2"))
+        .args(["--data-dir", data_arg])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the second kemu");
+    // A bound on a refusal that is immediate, so a regression fails instead of hanging.
+    let mut polls = 0;
+    while second.try_wait().expect("try_wait").is_none() {
+        polls += 1;
+        if polls > 1200 {
+            let _ = second.kill();
+            panic!("a second kemu on a locked data dir kept running");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = second.wait_with_output().expect("second kemu's output");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(out.stdout.is_empty(), "no ready line: {}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let expected = format!(
+        "is in use by another kemu (pid {}): one state directory serves one kemu at a time",
+        first.child.id()
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert_eq!(listing(&data), before, "the refused kemu wrote nothing");
+
+    // The first kemu still serves, and what it wrote survives its restart.
+    aws.json(&["describe-cluster", "--name", "locked"]);
+    first.stop();
+    let again = Kemu::start(&ports, &sb.path("run-3"), &["--data-dir", data_arg]);
+    let aws = Aws::new(&sb, &again.ready.eks);
+    let cluster = aws.json(&["describe-cluster", "--name", "locked"]);
+    assert_eq!(cluster["cluster"]["name"], "locked");
+    again.stop();
+}

@@ -23,7 +23,11 @@ pub trait Clock: Send + Sync + Debug {
     /// Completes once `delay` has passed on this clock.
     fn sleep(&self, delay: Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         let delay = chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX);
-        self.sleep_until(self.now() + delay)
+        let deadline = self
+            .now()
+            .checked_add_signed(delay)
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
+        self.sleep_until(deadline)
     }
 }
 

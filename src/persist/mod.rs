@@ -29,6 +29,9 @@
 //!   order, skipping `ev` lines the snapshot already holds (by
 //!   resourceVersion) and a torn last line; then writes a new generation.
 //!
+//! - **One process**: the directory's [`lock`] is taken before anything else
+//!   touches it and held for the life of the process.
+//!
 //! Guarantees: no acknowledged write is lost to a crash of kemu (`kill -9`):
 //! its line is in the kernel before the response is sent. Against power loss,
 //! lines reach the disk within [`wal::SYNC_EVERY`] (group commit with
@@ -39,6 +42,7 @@
 //! and stores carry no log hook.
 
 pub mod facade_hook;
+pub mod lock;
 pub mod progress;
 pub mod record;
 pub mod wal;
@@ -94,6 +98,17 @@ pub enum PersistenceError {
     /// A part refused its stored state.
     #[error(transparent)]
     Part(#[from] kemu_shared::PersistError),
+    /// Another process holds the state directory's lock.
+    #[error(
+        "{dir} is in use by another kemu (pid {}): one state directory serves one kemu at a time",
+        holder.map_or_else(|| "unknown".to_owned(), |p| p.to_string())
+    )]
+    Locked {
+        /// The state directory.
+        dir: PathBuf,
+        /// The PID written in the lock file, if it could be read.
+        holder: Option<u32>,
+    },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> PersistenceError + '_ {
@@ -326,6 +341,8 @@ struct Shared {
     compacting: Mutex<()>,
     compact_after: u64,
     stop: AtomicBool,
+    /// Held until [`Persistence::stop`] (or the process's end).
+    lock: Mutex<Option<lock::DirLock>>,
 }
 
 impl Persistence {
@@ -343,6 +360,8 @@ impl Persistence {
         compact_after: u64,
     ) -> Result<(Self, StateImage), PersistenceError> {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
+        // Before anything else touches the directory.
+        let lock = lock::acquire(dir)?;
         let snapshot = dir.join(SNAPSHOT);
         let generations = wal::generations(dir).map_err(io(dir))?;
         let mut files: Vec<PathBuf> = Vec::new();
@@ -389,6 +408,7 @@ impl Persistence {
                     compacting: Mutex::new(()),
                     compact_after,
                     stop: AtomicBool::new(false),
+                    lock: Mutex::new(Some(lock)),
                 }),
             },
             image,
@@ -485,10 +505,12 @@ impl Persistence {
         Ok(())
     }
 
-    /// Syncs the log and stops the background thread.
+    /// Syncs the log, stops the background thread and releases the
+    /// directory's lock.
     pub fn stop(&self) {
         self.shared.stop.store(true, Ordering::Release);
         self.shared.wal.sync();
+        self.shared.lock.lock().take();
     }
 }
 

@@ -109,7 +109,7 @@ impl Options {
             timestamps: ctx.params.flag("timestamps"),
             tail_lines,
             limit_bytes,
-            since: since_time.or(since_seconds.map(|s| now - obj::secs(s))),
+            since: since_time.or(since_seconds.map(|s| obj::shift(now, -obj::secs(s)))),
         })
     }
 }

@@ -149,7 +149,7 @@ pub fn serve(
     req["spec"]["expirationSeconds"] = json!(expiration);
     req["status"] = json!({
         "token": token,
-        "expirationTimestamp": obj::fmt_time(now + obj::secs(expiration)),
+        "expirationTimestamp": obj::fmt_time(obj::after_secs(now, expiration)),
     });
     Ok(wire::respond(HttpResponse::Created(), &req))
 }

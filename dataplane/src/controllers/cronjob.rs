@@ -208,7 +208,7 @@ impl CronJobController {
             if let Some(scheduled) = most_recent {
                 let too_late = spec["startingDeadlineSeconds"]
                     .as_i64()
-                    .is_some_and(|d| scheduled + obj::secs(d) < now);
+                    .is_some_and(|d| obj::after_secs(scheduled, d) < now);
                 if too_late {
                     let msg = format!(
                         "Missed scheduled time to start a job: {}",

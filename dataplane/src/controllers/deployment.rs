@@ -1140,7 +1140,7 @@ impl DeploymentController {
             && c["reason"] != "NewReplicaSetAvailable"
             && let Some(from) = c["lastUpdateTime"].as_str().and_then(obj::parse_time)
         {
-            let at = from + obj::secs(secs);
+            let at = obj::after_secs(from, secs);
             let wait = obj::to_std(at - now_t) + Duration::from_secs(1);
             return Ok(Requeue::After(wait));
         }
@@ -1187,7 +1187,7 @@ fn timed_out(d: &Value, s: &Value, now: chrono::DateTime<chrono::Utc>) -> bool {
     let Some(from) = c["lastUpdateTime"].as_str().and_then(obj::parse_time) else {
         return false;
     };
-    from + obj::secs(secs) < now
+    obj::after_secs(from, secs) < now
 }
 
 /// Drops zero counts, as upstream's `omitempty` does (replicas and

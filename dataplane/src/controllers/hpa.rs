@@ -374,16 +374,16 @@ impl HpaController {
             let list = recs.entry(key.clone()).or_default();
             list.push((now, raw));
             let keep = obj::secs(window.max(up_window));
-            list.retain(|(t, _)| *t + keep >= now);
+            list.retain(|(t, _)| obj::shift(*t, keep) >= now);
             let down_floor = list
                 .iter()
-                .filter(|(t, _)| *t + obj::secs(window) >= now)
+                .filter(|(t, _)| obj::after_secs(*t, window) >= now)
                 .map(|(_, r)| *r)
                 .max()
                 .unwrap_or(raw);
             let up_ceiling = list
                 .iter()
-                .filter(|(t, _)| *t + obj::secs(up_window) >= now)
+                .filter(|(t, _)| obj::after_secs(*t, up_window) >= now)
                 .map(|(_, r)| *r)
                 .min()
                 .unwrap_or(raw);

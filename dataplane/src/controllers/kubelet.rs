@@ -212,7 +212,7 @@ fn timeline(
     let after = chrono::Duration::from_std(after).unwrap_or(chrono::Duration::MAX);
     let (mut since, mut restarts, mut last) = (first_run, 0i64, None);
     loop {
-        let finished = since + after;
+        let finished = obj::shift(since, after);
         if finished > now {
             return (Run::Running { since }, restarts, last, Some(finished));
         }
@@ -231,7 +231,7 @@ fn timeline(
         }
         restarts += 1;
         last = Some(exited);
-        let until = finished + backoff(restarts);
+        let until = obj::shift(finished, backoff(restarts));
         if until > now {
             return (Run::BackOff { until }, restarts, last, Some(until));
         }
@@ -494,7 +494,7 @@ impl Kubelet {
                     let delay = c["readinessProbe"]["initialDelaySeconds"]
                         .as_i64()
                         .unwrap_or(0);
-                    let ready_at = since + obj::secs(delay);
+                    let ready_at = obj::after_secs(since, delay);
                     if !script.never_ready {
                         if c.get("readinessProbe").is_none() || ready_at <= now {
                             ready = true;

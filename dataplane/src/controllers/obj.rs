@@ -188,7 +188,27 @@ pub fn time_at(v: &Value, path: &[&str]) -> Option<DateTime<Utc>> {
 
 /// `seconds` as a chrono duration.
 pub fn secs(seconds: i64) -> chrono::Duration {
-    chrono::Duration::seconds(seconds)
+    // Counts of seconds come from objects and requests: saturate, never panic.
+    chrono::Duration::try_seconds(seconds).unwrap_or(if seconds < 0 {
+        chrono::Duration::MIN
+    } else {
+        chrono::Duration::MAX
+    })
+}
+
+/// `t` moved by `d`, saturating at the first and last instants chrono holds.
+pub fn shift(t: DateTime<Utc>, d: chrono::Duration) -> DateTime<Utc> {
+    t.checked_add_signed(d)
+        .unwrap_or(if d < chrono::Duration::zero() {
+            DateTime::<Utc>::MIN_UTC
+        } else {
+            DateTime::<Utc>::MAX_UTC
+        })
+}
+
+/// `t` plus `seconds` (which may be any number an object holds), saturating.
+pub fn after_secs(t: DateTime<Utc>, seconds: i64) -> DateTime<Utc> {
+    shift(t, secs(seconds))
 }
 
 /// A non-negative chrono duration as a std one.
@@ -322,7 +342,7 @@ pub fn quantity_milli(q: &Value) -> Option<i128> {
 pub fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
     if let Ok(n) = s.parse::<f64>() {
-        return (n >= 0.0).then(|| Duration::from_secs_f64(n));
+        return (n >= 0.0).then_some(n).and_then(secs_f64);
     }
     let mut total = 0f64;
     let mut rest = s;
@@ -344,7 +364,14 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
             };
         rest = tail;
     }
-    Some(Duration::from_secs_f64(total))
+    secs_f64(total)
+}
+
+/// A finite number of seconds as a duration, saturating at the longest one;
+/// `inf` and `NaN` are no duration.
+fn secs_f64(n: f64) -> Option<Duration> {
+    n.is_finite()
+        .then(|| Duration::try_from_secs_f64(n).unwrap_or(Duration::MAX))
 }
 
 #[cfg(test)]
@@ -361,6 +388,21 @@ mod tests {
         assert_eq!(parse_duration("5"), Some(Duration::from_secs(5)));
         assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
         assert_eq!(parse_duration("x"), None);
+        assert_eq!(parse_duration("inf"), None);
+        assert_eq!(parse_duration("NaN"), None);
+        assert_eq!(parse_duration("99999999999999999999h"), Some(Duration::MAX));
+        assert_eq!(parse_duration("1e300"), Some(Duration::MAX));
+    }
+
+    #[test]
+    fn time_arithmetic_saturates() {
+        let t = DateTime::<Utc>::UNIX_EPOCH;
+        assert_eq!(secs(i64::MAX), chrono::Duration::MAX);
+        assert_eq!(secs(i64::MIN), chrono::Duration::MIN);
+        assert_eq!(after_secs(t, 1 << 62), DateTime::<Utc>::MAX_UTC);
+        assert_eq!(after_secs(t, -(1 << 62)), DateTime::<Utc>::MIN_UTC);
+        assert_eq!(after_secs(t, 10), t + chrono::Duration::seconds(10));
+        assert_eq!(shift(t, -secs(i64::MAX)), DateTime::<Utc>::MIN_UTC);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
 use super::{Object, Preconditions};
+use crate::controllers::obj;
 use crate::error::{ApiError, Target};
 use crate::resources::custom::CLEANUP_FINALIZER;
 
@@ -274,7 +275,7 @@ fn before_delete(
         let ts = DateTime::parse_from_rfc3339(ts)
             .map(|t| t.with_timezone(&Utc))
             .unwrap_or(now);
-        let mut at = ts - chrono::Duration::seconds(existing) + chrono::Duration::seconds(period);
+        let mut at = obj::after_secs(obj::shift(ts, -obj::secs(existing)), period);
         if at < now {
             at = now;
             if period != 0 {
@@ -286,7 +287,7 @@ fn before_delete(
         return (true, false, Some(period));
     }
     let period = pod_grace(obj, grace);
-    obj["metadata"]["deletionTimestamp"] = json!(stamp(now + chrono::Duration::seconds(period)));
+    obj["metadata"]["deletionTimestamp"] = json!(stamp(obj::after_secs(now, period)));
     obj["metadata"]["deletionGracePeriodSeconds"] = json!(period);
     bump_generation(obj);
     (true, false, Some(period))

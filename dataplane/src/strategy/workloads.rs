@@ -69,7 +69,21 @@ pub fn default_spec(kind: &str, spec: &mut Value) {
                 spec["completions"] = json!(1);
             }
             set_default(spec, "parallelism", json!(1));
-            set_default(spec, "backoffLimit", json!(6));
+            let backoff_limit = if spec["backoffLimitPerIndex"].is_null() {
+                json!(6)
+            } else {
+                json!(i32::MAX)
+            };
+            set_default(spec, "backoffLimit", backoff_limit);
+            let rules = spec.pointer_mut("/podFailurePolicy/rules");
+            for rule in rules.and_then(Value::as_array_mut).into_iter().flatten() {
+                let patterns = rule
+                    .get_mut("onPodConditions")
+                    .and_then(Value::as_array_mut);
+                for pattern in patterns.into_iter().flatten() {
+                    set_default(pattern, "status", json!("True"));
+                }
+            }
             set_default(spec, "completionMode", json!("NonIndexed"));
             set_default(spec, "suspend", json!(false));
             let replacement = if spec["podFailurePolicy"].is_null() {

@@ -12,9 +12,17 @@
 //! As upstream's `ClaimPods`: an orphaned Pod the Job's selector matches is
 //! adopted, and a Pod of the Job whose labels stop matching is released.
 //!
-//! Not done: `podFailurePolicy`, `backoffLimitPerIndex`,
-//! `podReplacementPolicy`, and the `batch.kubernetes.io/job-tracking` finalizer
-//! (counts come from the Pods, kept monotonic in the status).
+//! A `podFailurePolicy` ([`pod_failure_policy`]) decides of each failed Pod
+//! whether it counts, fails the Job (`PodFailurePolicy`) or fails its index.
+//! With `backoffLimitPerIndex`, each index of an Indexed Job has its own
+//! limit and back-off, its Pods carry the failure counts in upstream's
+//! annotations, failed indexes are `status.failedIndexes`, and the Job fails
+//! with `MaxFailedIndexesExceeded` or, once every index has ended,
+//! `FailedIndexes`. `podReplacementPolicy: Failed` waits for a deleted Pod to
+//! be gone before replacing it; `status.terminating` counts such Pods.
+//!
+//! Not done: the `batch.kubernetes.io/job-tracking` finalizer (counts come
+//! from the Pods kemu still holds, kept monotonic in the status).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -23,6 +31,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
+
+mod pod_failure_policy;
 
 use super::client::{BoxFuture, ClientError, DeleteOptions, EventType, Propagation, kinds};
 use super::events::{EventKind, Recorder};
@@ -36,6 +46,12 @@ const COMPONENT: &str = "job-controller";
 pub const COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
 const BACKOFF_BASE: i64 = 10;
 const BACKOFF_MAX: i64 = 600;
+/// How many of an index's Pods failed so far, on each of its Pods.
+pub const INDEX_FAILURE_COUNT: &str = "batch.kubernetes.io/job-index-failure-count";
+/// How many of an index's Pod failures a policy's `Ignore` rule discounted.
+pub const INDEX_IGNORED_FAILURE_COUNT: &str = "batch.kubernetes.io/job-index-ignored-failure-count";
+/// The env var an Indexed Job's containers read their index from.
+const COMPLETION_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
 
 /// Whether a Job has finished (`Complete` or `Failed` true).
 pub fn finished(job: &Value) -> Option<&'static str> {
@@ -49,7 +65,28 @@ pub fn finished(job: &Value) -> Option<&'static str> {
 }
 
 fn index_of(p: &Value) -> Option<i64> {
-    obj::annotation(p, COMPLETION_INDEX).and_then(|i| i.parse().ok())
+    obj::annotation(p, COMPLETION_INDEX)
+        .and_then(|i| i.parse().ok())
+        .filter(|i| *i >= 0)
+}
+
+/// An index failure count annotation, as upstream reads it: 0 unless an int32
+/// at least 0.
+fn failure_count(p: &Value, annotation: &str) -> i64 {
+    obj::annotation(p, annotation)
+        .and_then(|v| v.parse::<i32>().ok())
+        .map_or(0, |v| i64::from(v.max(0)))
+}
+
+/// The back-off before a replacement after `failures` failures (10 s doubling,
+/// at most 10 min), as upstream's `getRemainingTimeForFailuresCount`.
+fn backoff_after(failures: i64) -> i64 {
+    if failures <= 0 {
+        return 0;
+    }
+    BACKOFF_BASE
+        .saturating_mul(1i64 << (failures - 1).clamp(0, 20))
+        .min(BACKOFF_MAX)
 }
 
 /// Upstream's `matchSuccessPolicy`: the first rule the succeeded indexes
@@ -120,6 +157,62 @@ fn ranges(set: &BTreeSet<i64>) -> String {
         });
     }
     out.join(",")
+}
+
+/// The failed Pod of index `ix` a replacement follows: the one with the most
+/// failures before it, the latest to finish of those (upstream's
+/// `getPodsWithDelayedDeletionPerIndex`).
+fn last_failed_of<'a>(
+    failed: &'a [(&'a Arc<Value>, pod_failure_policy::Verdict)],
+    ix: i64,
+) -> Option<&'a (&'a Arc<Value>, pod_failure_policy::Verdict)> {
+    failed
+        .iter()
+        .filter(|(p, _)| index_of(p) == Some(ix))
+        .max_by_key(|(p, _)| {
+            let n = failure_count(p, INDEX_FAILURE_COUNT)
+                .saturating_add(failure_count(p, INDEX_IGNORED_FAILURE_COUNT));
+            (n, finish_time(p))
+        })
+}
+
+/// The failure counts (failed, ignored) of the Pod that replaces `failed`
+/// (upstream's `getNewIndexFailureCounts`).
+fn replacement_counts(policy: &Value, failed: &Value) -> (i64, i64) {
+    let (n, ignored) = (
+        failure_count(failed, INDEX_FAILURE_COUNT),
+        failure_count(failed, INDEX_IGNORED_FAILURE_COUNT),
+    );
+    if pod_failure_policy::verdict(policy, failed).counts {
+        (n.saturating_add(1), ignored)
+    } else {
+        (n, ignored.saturating_add(1))
+    }
+}
+
+/// `JOB_COMPLETION_INDEX` from the Pod's index label, in every container
+/// that does not set it (upstream's `addCompletionIndexEnvVariables`).
+fn add_completion_index_env(pod_spec: &mut Value) {
+    let field_path = format!("metadata.labels['{COMPLETION_INDEX}']");
+    for list in ["initContainers", "containers"] {
+        let Some(containers) = pod_spec[list].as_array_mut() else {
+            continue;
+        };
+        for c in containers {
+            if !c["env"].is_array() {
+                c["env"] = json!([]);
+            }
+            let Some(env) = c["env"].as_array_mut() else {
+                continue;
+            };
+            if env.iter().all(|e| e["name"] != COMPLETION_INDEX_ENV) {
+                env.push(json!({
+                    "name": COMPLETION_INDEX_ENV,
+                    "valueFrom": {"fieldRef": {"fieldPath": field_path}},
+                }));
+            }
+        }
+    }
 }
 
 fn finish_time(p: &Value) -> Option<DateTime<Utc>> {
@@ -280,6 +373,12 @@ impl JobController {
         let parallelism = spec["parallelism"].as_i64().unwrap_or(1).max(0);
         let completions = spec["completions"].as_i64();
         let backoff_limit = spec["backoffLimit"].as_i64().unwrap_or(6);
+        let per_index = spec["backoffLimitPerIndex"]
+            .as_i64()
+            .filter(|_| indexed && completions.is_some());
+        let policy = &spec["podFailurePolicy"];
+        // Upstream's `onlyReplaceFailedPods`.
+        let replace_failed_only = spec["podReplacementPolicy"] == "Failed" || policy.is_object();
         self.claim(key, &job).await?;
         let pods = self.rt.informer(kinds::POD).controlled_by(obj::uid(&job));
         let mut active: Vec<Arc<Value>> = pods
@@ -287,17 +386,24 @@ impl JobController {
             .filter(|p| obj::pod_active(p))
             .cloned()
             .collect();
+        let terminating = pods
+            .iter()
+            .filter(|p| obj::deleting(p) && !obj::pod_terminal(p))
+            .count() as i64;
         let succeeded_pods: Vec<&Arc<Value>> = pods
             .iter()
             .filter(|p| obj::pod_phase(p) == "Succeeded")
             .collect();
-        let failed_pods: Vec<&Arc<Value>> = pods
+        // Each failed Pod with what the Job's podFailurePolicy makes of it.
+        let failed_pods: Vec<(&Arc<Value>, pod_failure_policy::Verdict)> = pods
             .iter()
             .filter(|p| obj::pod_phase(p) == "Failed")
+            .map(|p| (p, pod_failure_policy::verdict(policy, p)))
             .collect();
         let old = &job["status"];
         let succeeded = (succeeded_pods.len() as i64).max(old["succeeded"].as_i64().unwrap_or(0));
-        let failed = (failed_pods.len() as i64).max(old["failed"].as_i64().unwrap_or(0));
+        let counted = failed_pods.iter().filter(|(_, v)| v.counts).count() as i64;
+        let mut failed = counted.max(old["failed"].as_i64().unwrap_or(0));
         let restarts: i64 = active
             .iter()
             .flat_map(|p| {
@@ -307,10 +413,29 @@ impl JobController {
                     .unwrap_or_default()
             })
             .filter_map(|c| c["restartCount"].as_i64())
-            .sum();
+            .fold(0, i64::saturating_add);
         let mut completed: BTreeSet<i64> = BTreeSet::new();
         if indexed {
             completed.extend(succeeded_pods.iter().filter_map(|p| index_of(p)));
+        }
+        // Upstream's `calculateFailedIndexes`: those already failed, and those
+        // whose Pod failed past the per-index limit or by a FailIndex rule.
+        let mut failed_indexes: BTreeSet<i64> = BTreeSet::new();
+        if let (Some(limit), Some(c)) = (per_index, completions) {
+            if let Some(text) = old["failedIndexes"].as_str() {
+                for (a, b) in index_intervals(text, c) {
+                    failed_indexes.extend(a..=b);
+                }
+            }
+            for (p, v) in &failed_pods {
+                let Some(ix) = index_of(p).filter(|ix| *ix < c) else {
+                    continue;
+                };
+                if v.fail_index || (v.counts && failure_count(p, INDEX_FAILURE_COUNT) >= limit) {
+                    failed_indexes.insert(ix);
+                }
+            }
+            completed.retain(|i| !failed_indexes.contains(i));
         }
         let mut status = old.clone();
         if !status.is_object() {
@@ -359,20 +484,24 @@ impl JobController {
         }
         let start = obj::time_at(&status, &["startTime"]).unwrap_or(now);
 
-        // How the Job ends, if it does now.
-        let failure = if suspended {
+        // How the Job ends, if it does now, in upstream's order: a FailJob
+        // rule, the back-off limit, the deadline, then the failed indexes.
+        let fail_job = failed_pods.iter().find_map(|(_, v)| v.fail_job.clone());
+        let failure: Option<(&str, String)> = if suspended {
             None
-        } else if failed + restarts > backoff_limit {
+        } else if let Some(msg) = fail_job {
+            Some(("PodFailurePolicy", msg))
+        } else if failed.saturating_add(restarts) > backoff_limit {
             Some((
                 "BackoffLimitExceeded",
-                "Job has reached the specified backoff limit",
+                "Job has reached the specified backoff limit".into(),
             ))
         } else if let Some(ads) = spec["activeDeadlineSeconds"].as_i64() {
-            let at = start + obj::secs(ads);
+            let at = obj::after_secs(start, ads);
             if at <= now {
                 Some((
                     "DeadlineExceeded",
-                    "Job was active longer than specified deadline",
+                    "Job was active longer than specified deadline".into(),
                 ))
             } else {
                 requeue = requeue.min(Requeue::After(obj::to_std(at - now)));
@@ -380,7 +509,23 @@ impl JobController {
             }
         } else {
             None
-        };
+        }
+        .or_else(|| {
+            let c = completions.filter(|_| per_index.is_some())?;
+            let max = spec["maxFailedIndexes"].as_i64();
+            let n = failed_indexes.len() as i64;
+            if max.is_some_and(|m| n > m) {
+                Some((
+                    "MaxFailedIndexesExceeded",
+                    "Job has exceeded the specified maximal number of failed indexes".into(),
+                ))
+            } else if n > 0 && n + completed.len() as i64 >= c {
+                Some(("FailedIndexes", "Job has failed indexes".into()))
+            } else {
+                None
+            }
+        })
+        .filter(|_| !suspended);
         // An Indexed Job's successPolicy is looked at first, as upstream does.
         let by_policy = match (suspended || failure.is_some(), indexed, completions) {
             (false, true, Some(c)) => success_policy_match(spec, c, &completed),
@@ -395,12 +540,14 @@ impl JobController {
                     (_, None) => succeeded > 0 && active.is_empty(),
                 });
 
-        if let Some((reason, msg)) = failure {
+        if let Some((reason, msg)) = &failure {
+            // A failed Job's Pods that had not ended count as failed.
+            failed = failed.saturating_add(active.len() as i64);
             self.delete_pods(&job, &active).await?;
             active.clear();
             set(&mut conditions, "FailureTarget", "True", reason, msg);
             set(&mut conditions, "Failed", "True", reason, msg);
-            self.event(&job, EventKind::Warning, reason, msg.into())
+            self.event(&job, EventKind::Warning, reason, msg.clone())
                 .await;
         } else if success {
             self.delete_pods(&job, &active).await?;
@@ -422,13 +569,18 @@ impl JobController {
             let pending_indexes: Vec<i64> = if indexed {
                 let running: BTreeSet<i64> = active.iter().filter_map(|p| index_of(p)).collect();
                 (0..completions.unwrap_or(0))
-                    .filter(|i| !completed.contains(i) && !running.contains(i))
+                    .filter(|i| {
+                        !completed.contains(i)
+                            && !running.contains(i)
+                            && !failed_indexes.contains(i)
+                    })
                     .collect()
             } else {
                 Vec::new()
             };
+            let ended = completed.len() as i64 + failed_indexes.len() as i64;
             let want = match (indexed, completions) {
-                (true, Some(c)) => parallelism.min(c - completed.len() as i64),
+                (true, Some(c)) => parallelism.min(c - ended),
                 (false, Some(c)) => parallelism.min(c - succeeded),
                 (_, None) => {
                     if succeeded > 0 {
@@ -439,48 +591,78 @@ impl JobController {
                 }
             }
             .max(0);
-            let have = active.len() as i64;
+            // Deleted Pods still terminating hold their place until they are
+            // gone when only failed Pods are replaced.
+            let have = active.len() as i64 + if replace_failed_only { terminating } else { 0 };
             if have > want {
                 // Newest first: they did the least work.
                 active.sort_by(|a, b| {
                     obj::str_at(b, &["metadata", "creationTimestamp"])
                         .cmp(&obj::str_at(a, &["metadata", "creationTimestamp"]))
                 });
-                let surplus: Vec<Arc<Value>> = active.drain(..(have - want) as usize).collect();
+                let surplus = ((have - want) as usize).min(active.len());
+                let surplus: Vec<Arc<Value>> = active.drain(..surplus).collect();
                 self.delete_pods(&job, &surplus).await?;
             } else if have < want {
-                // Failed Pods delay their replacements.
-                let wait = if failed > 0 {
-                    let last = failed_pods
-                        .iter()
-                        .filter_map(|p| finish_time(p))
-                        .max()
-                        .unwrap_or(start);
-                    let delay = BACKOFF_BASE
-                        .saturating_mul(1i64 << (failed - 1).clamp(0, 20))
-                        .min(BACKOFF_MAX);
-                    let at = last + obj::secs(delay);
-                    (at > now).then(|| obj::to_std(at - now))
-                } else {
-                    None
-                };
-                match wait {
-                    Some(w) => requeue = requeue.min(Requeue::After(w)),
-                    None => {
-                        let mut indexes = pending_indexes.into_iter();
-                        for _ in 0..(want - have) {
-                            let index = if indexed {
-                                match indexes.next() {
-                                    Some(i) => Some(i),
-                                    None => break,
-                                }
-                            } else {
-                                None
-                            };
-                            let created = self.create_pod(&job, index).await?;
-                            active.push(Arc::new(created));
+                let mut creations: Vec<(Option<i64>, Option<&Value>)> = Vec::new();
+                if per_index.is_some() {
+                    // Each index backs off from its own last failure.
+                    let mut wait: Option<Duration> = None;
+                    for ix in pending_indexes.iter().copied() {
+                        let last = last_failed_of(&failed_pods, ix);
+                        let delay = last.map_or(0, |(p, _)| {
+                            backoff_after(
+                                failure_count(p, INDEX_FAILURE_COUNT)
+                                    .saturating_add(failure_count(p, INDEX_IGNORED_FAILURE_COUNT))
+                                    .saturating_add(1),
+                            )
+                        });
+                        let at = last
+                            .and_then(|(p, _)| finish_time(p))
+                            .map(|t| obj::after_secs(t, delay));
+                        match at.filter(|at| *at > now) {
+                            Some(at) => {
+                                let w = obj::to_std(at - now);
+                                wait = Some(wait.map_or(w, |x| x.min(w)));
+                            }
+                            None => creations.push((Some(ix), last.map(|(p, _)| &***p))),
                         }
                     }
+                    if creations.is_empty()
+                        && let Some(w) = wait
+                    {
+                        requeue = requeue.min(Requeue::After(w));
+                    }
+                } else {
+                    // Failed Pods delay their replacements.
+                    let wait = if failed > 0 {
+                        let last = failed_pods
+                            .iter()
+                            .filter_map(|(p, _)| finish_time(p))
+                            .max()
+                            .unwrap_or(start);
+                        let at = obj::after_secs(last, backoff_after(failed));
+                        (at > now).then(|| obj::to_std(at - now))
+                    } else {
+                        None
+                    };
+                    match wait {
+                        Some(w) => requeue = requeue.min(Requeue::After(w)),
+                        None if indexed => {
+                            creations = pending_indexes.iter().map(|i| (Some(*i), None)).collect()
+                        }
+                        None => creations = vec![(None, None); (want - have) as usize],
+                    }
+                }
+                creations.truncate((want - have) as usize);
+                for (index, replaced) in creations {
+                    let counts = match (per_index, replaced) {
+                        (Some(_), Some(p)) => Some(replacement_counts(policy, p)),
+                        (Some(_), None) => Some((0, 0)),
+                        (None, _) => None,
+                    };
+                    let created = self.create_pod(&job, index, counts).await?;
+                    active.push(Arc::new(created));
                 }
             }
         }
@@ -490,10 +672,13 @@ impl JobController {
         status["ready"] = json!(ready);
         status["succeeded"] = json!(succeeded);
         status["failed"] = json!(failed);
-        status["terminating"] = json!(0);
+        status["terminating"] = json!(terminating);
         status["uncountedTerminatedPods"] = json!({});
         if indexed && !completed.is_empty() {
             status["completedIndexes"] = json!(ranges(&completed));
+        }
+        if per_index.is_some() {
+            status["failedIndexes"] = json!(ranges(&failed_indexes));
         }
         if !conditions.is_empty() {
             status["conditions"] = json!(conditions);
@@ -511,7 +696,14 @@ impl JobController {
         Ok(requeue)
     }
 
-    async fn create_pod(&self, job: &Value, index: Option<i64>) -> Result<Value, ClientError> {
+    /// Creates a Pod of `job`, for `index` of an Indexed Job, carrying the
+    /// index's failure counts (failed, ignored) when it has a per-index limit.
+    async fn create_pod(
+        &self,
+        job: &Value,
+        index: Option<i64>,
+        counts: Option<(i64, i64)>,
+    ) -> Result<Value, ClientError> {
         let name = obj::name(job);
         let prefix = match index {
             Some(i) => format!("{name}-{i}-"),
@@ -537,6 +729,13 @@ impl JobController {
             labels[COMPLETION_INDEX] = json!(i.to_string());
             obj::set_annotation(&mut pod, COMPLETION_INDEX, &i.to_string());
             pod["spec"]["hostname"] = json!(format!("{name}-{i}"));
+            add_completion_index_env(&mut pod["spec"]);
+        }
+        if let Some((failures, ignored)) = counts {
+            obj::set_annotation(&mut pod, INDEX_FAILURE_COUNT, &failures.to_string());
+            if ignored > 0 {
+                obj::set_annotation(&mut pod, INDEX_IGNORED_FAILURE_COUNT, &ignored.to_string());
+            }
         }
         let created = match self.rt.client.create(kinds::POD, pod).await {
             Ok(created) => created,
@@ -570,7 +769,7 @@ impl JobController {
                     .and_then(obj::parse_time)
             })
             .unwrap_or(now);
-        let at = done_at + obj::secs(ttl);
+        let at = obj::after_secs(done_at, ttl);
         if at > now {
             return Ok(Requeue::After(
                 obj::to_std(at - now).max(Duration::from_millis(1)),
