@@ -129,7 +129,13 @@ impl KemuBuilder {
         let facade_cert = facade_ca.serving_cert(&self.config.serving_hosts(), self.clock.now())?;
         // One EKS facade for every mount: its state (node groups, access
         // entries…) and the token authenticator reading it are shared.
-        let eks = kemu_eks::Eks::with_settings(registry.clone(), self.eks);
+        let mut eks_settings = self.eks;
+        for host in self.config.serving_hosts() {
+            if !eks_settings.sts_hosts.contains(&host) {
+                eks_settings.sts_hosts.push(host);
+            }
+        }
+        let eks = kemu_eks::Eks::with_settings(registry.clone(), eks_settings);
         registry.set_authenticator(kemu_shared::Cloud::Eks, Arc::new(eks.authenticator()));
         // One GKE facade for every mount, so its operations are shared.
         let gke = kemu_gke::Gke::with_options(registry.clone(), self.gke);

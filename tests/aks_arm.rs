@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::aks::{blocking, serve};
-use common::{Sandbox, https_client, text};
+use common::{Sandbox, arm_client, https_client, text};
 use kemu::shared::kubeconfig::{self, UserAuth};
 use kemu::{Clock, FakeClock, Kemu};
 use serde_json::{Value, json};
@@ -72,7 +72,7 @@ async fn arm_conventions_and_long_running_operations_on_the_clock() {
     let sandbox = Sandbox::new();
     let served = serve(kemu.clone(), &sandbox);
     let arm = served.arm.clone();
-    let http = https_client(kemu.facade_ca_pem());
+    let http = arm_client(kemu.facade_ca_pem());
 
     // Metadata: one object for `az cloud register`, a list for the 2019 form.
     let (_, one) = json_of(
@@ -119,6 +119,46 @@ async fn arm_conventions_and_long_running_operations_on_the_clock() {
         (status, body["error"]["code"].as_str()),
         (400, Some("MissingApiVersionParameter"))
     );
+
+    // Without a bearer token ARM refuses the call, in its words, and stores
+    // nothing; a header that is no bearer token is refused too.
+    let bare = https_client(kemu.facade_ca_pem());
+    let no_auth = format!("{arm}/subscriptions/{SUB}/resourcegroups/NoAuth?{V}");
+    let resp = bare
+        .put(&no_auth)
+        .json(&json!({ "location": "westeurope" }))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        resp.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Bearer authorization_uri=")
+    );
+    let (status, body) = json_of(resp).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("AuthenticationFailed"))
+    );
+    assert_eq!(
+        body["error"]["message"],
+        "Authentication failed. The 'Authorization' header is missing."
+    );
+    let (status, body) = json_of(
+        bare.get(&no_auth)
+            .header("authorization", "Basic dTpw")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("AuthenticationFailedInvalidHeader"))
+    );
+    let (status, _) = json_of(http.get(&no_auth).send().await.unwrap()).await;
+    assert_eq!(status, 404, "the refused PUT stored nothing");
 
     // Resource groups: 201 then 200, found under any casing, id as first written.
     let rg = format!("{arm}/subscriptions/{SUB}/resourcegroups/MyRG?{V}");
@@ -463,7 +503,7 @@ async fn credentials_without_a_data_plane_get_a_clear_error() {
     let sandbox = Sandbox::new();
     let served = serve(kemu.clone(), &sandbox);
     let arm = served.arm.clone();
-    let http = https_client(kemu.facade_ca_pem());
+    let http = arm_client(kemu.facade_ca_pem());
     let rg = format!("{arm}/subscriptions/{SUB}/resourcegroups/rg?{V}");
     http.put(&rg)
         .json(&json!({ "location": "westeurope" }))

@@ -47,8 +47,7 @@ async fn ready_line_and_wire_format_errors() {
     let ca = std::fs::read_to_string(&ready.ca_bundle).unwrap();
 
     let http = common::http_client();
-    let resp = http
-        .get(format!("{}/clusters/nope", ready.eks))
+    let resp = common::eks_signed(http.get(format!("{}/clusters/nope", ready.eks)))
         .send()
         .await
         .unwrap();
@@ -60,8 +59,7 @@ async fn ready_line_and_wire_format_errors() {
     let body: serde_json::Value = resp.json().await.unwrap();
     assert_eq!(body["message"], "No cluster found for name: nope.");
 
-    let resp = http
-        .get(format!("{}/no/such/operation", ready.eks))
+    let resp = common::eks_signed(http.get(format!("{}/no/such/operation", ready.eks)))
         .send()
         .await
         .unwrap();
@@ -82,7 +80,7 @@ async fn ready_line_and_wire_format_errors() {
     assert_eq!(body["error"]["status"], "NOT_FOUND");
     assert_eq!(body["error"]["code"], 404);
 
-    let https = common::https_client(&ca);
+    let https = common::arm_client(&ca);
     let arm = format!(
         "{}/subscriptions/s/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/nope",
         ready.aks

@@ -30,7 +30,8 @@ impl Api {
         let mut req = self
             .http
             .request(method, format!("{}{path}", self.base))
-            .header("authorization", SIGV4);
+            .header("authorization", SIGV4)
+            .header("x-amz-date", "20260101T000000Z");
         if let Some(b) = body {
             req = req.json(&b);
         }
@@ -222,17 +223,41 @@ async fn wire_errors_and_encoding() {
     let resp = api
         .http
         .post(format!("{}/clusters", api.base))
+        .header("authorization", SIGV4)
+        .header("x-amz-date", "20260101T000000Z")
         .body("{not json")
         .send()
         .await
         .unwrap();
     assert_eq!(resp.status(), 400);
+    // A role that is no IAM role ARN, a VPC config without subnets.
+    let (s, code, b) = api
+        .post(
+            "/clusters",
+            json!({"name": "x", "roleArn": "foo", "resourcesVpcConfig": {"subnetIds": ["s"]}}),
+        )
+        .await;
+    assert_eq!(
+        (s, code.as_deref()),
+        (400, Some("InvalidParameterException"))
+    );
+    assert_eq!(b["message"], "Invalid Role Arn: 'foo'");
+    let (s, code, _) = api
+        .post(
+            "/clusters",
+            json!({"name": "x", "roleArn": "arn:aws:iam::1:role/r", "resourcesVpcConfig": {}}),
+        )
+        .await;
+    assert_eq!(
+        (s, code.as_deref()),
+        (400, Some("InvalidParameterException"))
+    );
     assert_eq!(api.get("/clusters").await.2, json!({"clusters": []}));
     // Unknown operations are EKS errors, not HTML.
     let (s, code, _) = api.get("/clusters/a/b/c/d/e").await;
     assert_eq!((s, code.is_some()), (404, true));
     // Percent-encoded ARNs as one path segment; repeated query keys.
-    api.post("/clusters", json!({"name": "t", "roleArn": "r", "resourcesVpcConfig": {}, "tags": {"a": "1", "b": "2", "c": "3"}}))
+    api.post("/clusters", json!({"name": "t", "roleArn": "arn:aws:iam::1:role/r", "resourcesVpcConfig": {"subnetIds": ["s"]}, "tags": {"a": "1", "b": "2", "c": "3"}}))
         .await;
     let arn = "arn%3Aaws%3Aeks%3Aeu-west-1%3A000000000000%3Acluster%2Ft";
     let (s, _, _) = api

@@ -13,8 +13,16 @@ use kemu::shared::{OwnerScope, SystemClock};
 use kemu::{Clock, FakeClock, Kemu};
 
 fn token(aws: &Aws, cluster: &str) -> String {
-    let out = aws
-        .command()
+    token_via(aws, cluster, None)
+}
+
+/// A token presigned for the STS endpoint `sts` (AWS's own when `None`).
+fn token_via(aws: &Aws, cluster: &str, sts: Option<&str>) -> String {
+    let mut cmd = aws.command();
+    if let Some(url) = sts {
+        cmd.env("AWS_ENDPOINT_URL_STS", url);
+    }
+    let out = cmd
         .args([
             "eks",
             "get-token",
@@ -42,7 +50,7 @@ async fn tokens_are_bound_to_cluster_key_and_time() {
     let sandbox = Sandbox::new();
     let running = start(kemu, &sandbox.path("run"));
     let endpoint = running.ready.eks.clone();
-    let (a, b, stranger) = {
+    let (a, b, stranger, via_kemu, via_elsewhere) = {
         let (tx, rx) = std::sync::mpsc::channel();
         blocking(move || {
             let aws = Aws::new(&sandbox, &endpoint);
@@ -63,6 +71,8 @@ async fn tokens_are_bound_to_cluster_key_and_time() {
                 token(&aws, "alpha"),
                 token(&aws, "beta"),
                 token(&other, "alpha"),
+                token_via(&aws, "alpha", Some(&endpoint)),
+                token_via(&aws, "alpha", Some("https://sts.example.com")),
             ))
             .unwrap();
         })
@@ -118,6 +128,21 @@ async fn tokens_are_bound_to_cluster_key_and_time() {
     assert_eq!(
         registry.authenticate_token(&alpha, "some-other-token"),
         Ok(None)
+    );
+    // Presigned for kemu's own STS (AWS_ENDPOINT_URL_STS at kemu) or for
+    // AWS's; never for another host, as aws-iam-authenticator refuses it.
+    assert!(
+        registry
+            .authenticate_token(&alpha, &via_kemu)
+            .unwrap()
+            .is_some()
+    );
+    let err = registry
+        .authenticate_token(&alpha, &via_elsewhere)
+        .unwrap_err();
+    assert!(
+        err.contains("unexpected hostname \"sts.example.com\" in pre-signed URL"),
+        "{err}"
     );
     // A tampered signature fails.
     let mut tampered = a.clone();

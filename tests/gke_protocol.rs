@@ -261,6 +261,49 @@ async fn wire_details() {
         let (_, e) = call!(app, "POST", &path, Some(body));
         assert_eq!(e["error"]["status"], status, "{path}: {e}");
     }
+    // Counts are int32 fields: out of range is the front end's refusal, never
+    // a default; a pool is at most 1000 nodes a zone.
+    for (path, body, message) in [
+        (
+            format!("{P}/clusters"),
+            json!({"cluster": {"name": "huge", "initialNodeCount": 9223372036854775808u64}}),
+            "Invalid value at 'cluster.initial_node_count' (TYPE_INT32), 9223372036854775808",
+        ),
+        (
+            format!("{P}/clusters"),
+            json!({"cluster": {"name": "huge", "nodePools": [{"name": "p", "initialNodeCount": "2147483648"}]}}),
+            "Invalid value at 'cluster.node_pools[0].initial_node_count' (TYPE_INT32), \"2147483648\"",
+        ),
+        (
+            format!("{P}/clusters"),
+            json!({"cluster": {"name": "huge", "initialNodeCount": 5000}}),
+            "Invalid value for field \"cluster.initial_node_count\": \"5000\". A node pool may have at most 1000 nodes per zone.",
+        ),
+        (
+            format!("{P}/clusters/c1/nodePools"),
+            json!({"nodePool": {"name": "big", "initialNodeCount": 1.5}}),
+            "Invalid value at 'node_pool.initial_node_count' (TYPE_INT32), 1.5",
+        ),
+        (
+            format!("{P}/clusters/c1/nodePools/default-pool:setSize"),
+            json!({"nodeCount": 5000}),
+            "Invalid value for field \"node_count\": \"5000\". A node pool may have at most 1000 nodes per zone.",
+        ),
+    ] {
+        let (code, e) = call!(app, "POST", &path, Some(body));
+        assert_eq!(
+            (code, e["error"]["status"].as_str()),
+            (400, Some("INVALID_ARGUMENT")),
+            "{path}: {e}"
+        );
+        assert_eq!(e["error"]["message"], message);
+    }
+    let (_, listed) = call!(app, "GET", &format!("{P}/clusters"), None);
+    assert_eq!(
+        listed["clusters"].as_array().map(Vec::len),
+        Some(1),
+        "{listed}"
+    );
     let resp = test::call_service(
         &app,
         test::TestRequest::post()

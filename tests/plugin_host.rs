@@ -51,8 +51,7 @@ async fn host_mounts_all_three_facades() {
     // right after printing its line).
     let mut cluster = serde_json::Value::Null;
     for _ in 0..100 {
-        let resp = http
-            .get(format!("{eks}/clusters/hosted"))
+        let resp = common::eks_signed(http.get(format!("{eks}/clusters/hosted")))
             .send()
             .await
             .unwrap();
@@ -76,7 +75,7 @@ async fn host_mounts_all_three_facades() {
     assert_eq!(resp.status(), 200);
 
     let aks = urls["aks"].as_str().unwrap();
-    let client = common::https_client(urls["ca"].as_str().unwrap());
+    let client = common::arm_client(urls["ca"].as_str().unwrap());
     let resp = client
         .get(format!(
             "{aks}/subscriptions/s/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/none?api-version=2025-01-01"

@@ -237,6 +237,9 @@ fn start_server(
         let engine = engine.clone();
         App::new()
             .wrap(actix_web::middleware::from_fn(crate::auth::authenticate))
+            .wrap(actix_web::middleware::from_fn(
+                crate::api::recover::catch_panics,
+            ))
             .configure(move |cfg| engine.configure(cfg, cluster))
     })
     // One worker per cluster: a cluster's traffic is light, and many clusters

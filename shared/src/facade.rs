@@ -4,9 +4,11 @@
 
 use std::fmt::Debug;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
+use futures_util::FutureExt;
 
 /// A cloud facade: one operation enum, one error enum, one handler.
 pub trait ApiHandler: Clone + 'static {
@@ -20,6 +22,10 @@ pub trait ApiHandler: Clone + 'static {
 
     /// Decides which operation a request is, or why it is none.
     fn parse_endpoint(&self, req: &HttpRequest) -> Result<Self::Endpoint, Self::Error>;
+
+    /// The error answered for a request whose handling panicked (a bug):
+    /// the cloud's internal-error answer.
+    fn panicked() -> Self::Error;
 
     /// Runs one operation.
     fn handle(
@@ -41,13 +47,19 @@ pub fn mount<A: ApiHandler>(cfg: &mut web::ServiceConfig, api: A) {
 }
 
 async fn dispatch<A: ApiHandler>(req: HttpRequest, body: Bytes, api: web::Data<A>) -> HttpResponse {
-    let result = match api.parse_endpoint(&req) {
-        Ok(endpoint) => {
-            tracing::debug!(api = A::API_NAME, ?endpoint, "request");
-            api.handle(req.clone(), body, endpoint).await
-        }
-        Err(e) => Err(e),
+    let run = async {
+        let endpoint = api.parse_endpoint(&req)?;
+        tracing::debug!(api = A::API_NAME, ?endpoint, "request");
+        api.handle(req.clone(), body, endpoint).await
     };
+    let result = AssertUnwindSafe(run)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| {
+            let panic = crate::panics::message(panic.as_ref());
+            tracing::error!(api = A::API_NAME, path = %path_and_query(&req), %panic, "request handler panicked");
+            Err(A::panicked())
+        });
     result.unwrap_or_else(|e| {
         tracing::info!(api = A::API_NAME, path = %path_and_query(&req), error = %e, "request failed");
         e.error_response()

@@ -323,7 +323,7 @@ impl rustls::server::danger::ClientCertVerifier for RequestClientCert {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        unusable_or(cert, || self.0.verify_tls12_signature(message, cert, dss))
     }
 
     fn verify_tls13_signature(
@@ -332,11 +332,29 @@ impl rustls::server::danger::ClientCertVerifier for RequestClientCert {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        unusable_or(cert, || self.0.verify_tls13_signature(message, cert, dss))
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
         self.0.supported_verify_schemes()
+    }
+}
+
+/// The handshake signature's check, except for a certificate webpki cannot
+/// read at all (an X.509 v1 certificate, without extensions): kube-apiserver
+/// completes the handshake and its x509 authenticator answers 401, so kemu
+/// lets the handshake finish too. That is safe because such a certificate
+/// can never authenticate: [`ClusterCa::verifies_client_cert`] reads it with
+/// the same webpki and refuses it, so the request is a 401.
+fn unusable_or(
+    cert: &CertificateDer<'_>,
+    verify: impl FnOnce() -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error>,
+) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+    match verify() {
+        Err(_) if webpki::EndEntityCert::try_from(cert).is_err() => {
+            Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+        }
+        other => other,
     }
 }
 

@@ -128,11 +128,36 @@ pub fn http_client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
+/// `req` with the SigV4 headers every EKS call needs (any key passes; the
+/// signature is not recomputed).
+pub fn eks_signed(req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    req.header(
+        "authorization",
+        "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/eks/aws4_request, SignedHeaders=host;x-amz-date, Signature=0",
+    )
+    .header("x-amz-date", "20260101T000000Z")
+}
+
 /// An HTTP client trusting `ca_pem` only.
 pub fn https_client(ca_pem: &str) -> reqwest::Client {
     kemu::shared::pki::install_crypto_provider();
     reqwest::Client::builder()
         .tls_certs_only([reqwest::Certificate::from_pem(ca_pem.as_bytes()).expect("ca")])
+        .build()
+        .expect("client")
+}
+
+/// An HTTPS client for ARM trusting `ca_pem`, with a bearer token on every
+/// call (ARM refuses calls without one; kemu takes any token it cannot read).
+pub fn arm_client(ca_pem: &str) -> reqwest::Client {
+    kemu::shared::pki::install_crypto_provider();
+    let bearer = reqwest::header::HeaderValue::from_static("Bearer kemu-test");
+    reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(ca_pem.as_bytes()).expect("ca")])
+        .default_headers(reqwest::header::HeaderMap::from_iter([(
+            reqwest::header::AUTHORIZATION,
+            bearer,
+        )]))
         .build()
         .expect("client")
 }

@@ -119,12 +119,7 @@ fn from_body(v: &Value) -> Result<Raw, ApiError> {
 fn from_query(params: &Params) -> Result<Raw, ApiError> {
     let mut raw = Raw::default();
     if let Some(g) = params.get("gracePeriodSeconds") {
-        raw.grace = Some(g.parse().map_err(|_| {
-            bad(format!(
-                "strconv.ParseInt: parsing {}: invalid syntax",
-                go_quote(g)
-            ))
-        })?);
+        raw.grace = Some(options::parse_int(g).map_err(bad)?);
     }
     if let Some(o) = params.get("orphanDependents") {
         raw.orphan = Some(match o {

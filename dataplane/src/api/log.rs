@@ -35,11 +35,8 @@ fn number(ctx: &Ctx, name: &str) -> Result<Option<i64>, ApiError> {
     ctx.params
         .get(name)
         .map(|v| {
-            v.parse::<i64>().map_err(|_| {
-                ApiError::BadRequest(format!(
-                    "invalid {name}: strconv.ParseInt: parsing \"{v}\": invalid syntax"
-                ))
-            })
+            crate::api::options::parse_int(v)
+                .map_err(|e| ApiError::BadRequest(format!("invalid {name}: {e}")))
         })
         .transpose()
 }

@@ -22,6 +22,7 @@ pub mod partial;
 pub mod patch;
 pub mod pod_views;
 pub mod protobuf;
+pub mod recover;
 pub mod request;
 pub mod resource;
 pub mod reviews;

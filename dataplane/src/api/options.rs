@@ -57,6 +57,21 @@ pub fn invalid(kind: OptionsKind, causes: Vec<Cause>) -> ApiError {
     }
 }
 
+/// A query parameter as Go's `strconv.ParseInt(s, 10, 64)` reads it, with
+/// its error text: `value out of range` for digits past an int64, `invalid
+/// syntax` for anything else.
+pub fn parse_int(s: &str) -> Result<i64, String> {
+    s.parse::<i64>().map_err(|e| {
+        let why = match e.kind() {
+            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
+                "value out of range"
+            }
+            _ => "invalid syntax",
+        };
+        format!("strconv.ParseInt: parsing {}: {why}", go_quote(s))
+    })
+}
+
 /// Go's `%q` of a string (what upstream's messages quote values with).
 pub fn go_quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))

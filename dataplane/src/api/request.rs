@@ -217,10 +217,79 @@ pub fn decode_object(content_type: &str, body: &[u8]) -> Result<Value, ApiError>
     }
 }
 
+/// go-yaml's bound on flow nesting (`[` and `{`), which kube-apiserver's
+/// YAML decoding inherits.
+const MAX_YAML_FLOW_DEPTH: usize = 10_000;
+
 /// Parses a YAML body (JSON is YAML too).
 pub fn decode_yaml(body: &[u8]) -> Result<Value, ApiError> {
-    serde_norway::from_slice(body)
-        .map_err(|e| ApiError::BadRequest(format!("error converting YAML to JSON: {e}")))
+    let converting = |e: &dyn std::fmt::Display| {
+        ApiError::BadRequest(format!("error converting YAML to JSON: {e}"))
+    };
+    if let Some(line) = flow_too_deep(body) {
+        // Refused before parsing: the parser's time grows with the square
+        // of the depth, and one request must not hold its cluster's worker.
+        let at = if line == 0 {
+            String::new()
+        } else {
+            format!("line {}: ", line + 1)
+        };
+        return Err(converting(&format_args!(
+            "yaml: {at}exceeded max depth of {MAX_YAML_FLOW_DEPTH}"
+        )));
+    }
+    serde_norway::from_slice(body).map_err(|e| converting(&e))
+}
+
+/// The 0-based line where the flow collections of `body` nest deeper than
+/// go-yaml allows, in one pass: brackets inside quoted scalars and comments
+/// do not count; a quote opens a scalar only where a token may start.
+fn flow_too_deep(body: &[u8]) -> Option<usize> {
+    #[derive(PartialEq)]
+    enum In {
+        Plain,
+        Single,
+        Double,
+        Comment,
+    }
+    let (mut state, mut depth, mut line) = (In::Plain, 0usize, 0usize);
+    // The last byte outside quotes that was not a space: where a token ends.
+    let mut last = b'\n';
+    let (mut escaped, mut prev) = (false, b'\n');
+    for &b in body {
+        match state {
+            In::Comment if b == b'\n' => state = In::Plain,
+            In::Comment => {}
+            In::Single if b == b'\'' => state = In::Plain,
+            In::Double if escaped => escaped = false,
+            In::Double if b == b'\\' => escaped = true,
+            In::Double if b == b'"' => state = In::Plain,
+            In::Single | In::Double => {}
+            In::Plain => match b {
+                b'#' if matches!(prev, b' ' | b'\t' | b'\n') => state = In::Comment,
+                b'\'' | b'"' if matches!(last, b'\n' | b':' | b',' | b'[' | b'{' | b'-' | b'?') => {
+                    state = if b == b'"' { In::Double } else { In::Single };
+                }
+                b'[' | b'{' => {
+                    depth += 1;
+                    if depth > MAX_YAML_FLOW_DEPTH {
+                        return Some(line);
+                    }
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+        if b == b'\n' {
+            line += 1;
+        }
+        // A space keeps `last`: `a: 'x'` opens a quote after `:`.
+        if state == In::Plain && !matches!(b, b' ' | b'\t') || b == b'\n' {
+            last = b;
+        }
+        prev = b;
+    }
+    None
 }
 
 /// Parses a JSON body, worded as upstream's decoder.
@@ -228,4 +297,42 @@ pub fn decode_json(body: &[u8]) -> Result<Value, ApiError> {
     serde_json::from_slice(body).map_err(|e| {
         ApiError::BadRequest(format!("couldn't get version/kind; json parse error: {e}"))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(body: &[u8]) -> String {
+        match decode_yaml(body) {
+            Err(ApiError::BadRequest(m)) => m,
+            other => panic!("not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn yaml_nested_past_go_yamls_bound_is_refused_before_parsing() {
+        let deep = "[".repeat(100_000);
+        assert_eq!(
+            message(deep.as_bytes()),
+            "error converting YAML to JSON: yaml: exceeded max depth of 10000"
+        );
+        let later = format!("a: 1\nb: {}", "{\"x\": ".repeat(10_001));
+        assert_eq!(
+            message(later.as_bytes()),
+            "error converting YAML to JSON: yaml: line 2: exceeded max depth of 10000"
+        );
+    }
+
+    #[test]
+    fn brackets_in_quotes_and_comments_do_not_nest() {
+        let text = format!(
+            "a: '{0}'\nb: \"{0}\\\"\"\nc: it's # {0}\nd: [1, [2]]\n",
+            "[".repeat(10_001)
+        );
+        let v = decode_yaml(text.as_bytes()).unwrap();
+        assert_eq!(v["d"], serde_json::json!([1, [2]]));
+        assert_eq!(v["c"], "it's");
+        assert!(flow_too_deep(b"x: '[[['\n").is_none());
+    }
 }

@@ -348,6 +348,9 @@ pub enum ClientError {
     /// the apiserver's message.
     #[error("{0}")]
     Refused(String),
+    /// The reconcile panicked (a bug, caught so its controller runs on).
+    #[error("reconcile panicked: {0}")]
+    Panicked(String),
 }
 
 /// One cluster's objects, as controllers see them. See the module docs for what

@@ -6,11 +6,13 @@
 //! they never run inside the request that wrote the object.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use futures_util::FutureExt;
 use kemu_shared::SharedClock;
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
@@ -392,7 +394,11 @@ impl Informer {
         }
         let change = Change { kind, new, old };
         for h in self.handlers.read().iter() {
-            h(&change);
+            if let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(|| h(&change))) {
+                let panic = kemu_shared::panics::message(panic.as_ref());
+                let key = ObjKey::of(&change.new);
+                tracing::error!(kind = %self.kind, ?key, %panic, "event handler panicked");
+            }
         }
     }
 
@@ -831,7 +837,16 @@ impl Runtime {
         loop {
             let key = queue.next().await;
             self.activity.busy.fetch_add(1, Ordering::SeqCst);
-            let result = rec.reconcile(&key).await;
+            // A panic is one object's bug: the controller keeps running and
+            // the object is retried with back-off, as a failed reconcile.
+            let result = AssertUnwindSafe(rec.reconcile(&key))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|panic| {
+                    let panic = kemu_shared::panics::message(panic.as_ref());
+                    tracing::error!(controller = name, ?key, %panic, "reconcile panicked");
+                    Err(ClientError::Panicked(panic))
+                });
             match result {
                 Ok(next) => {
                     queue.forget(&key);
@@ -988,5 +1003,47 @@ mod tests {
         );
         let informer = rt.informer(kinds::EVENT);
         assert!(informer.is_empty() && informer.get_by("default", "a").is_none());
+    }
+
+    /// Panics on the key named `bad` every time; counts every reconcile.
+    struct Fragile(Arc<Mutex<Vec<String>>>);
+
+    impl Reconciler for Fragile {
+        fn reconcile<'a>(&'a self, key: &'a ObjKey) -> BoxFuture<'a, Result<Requeue, ClientError>> {
+            Box::pin(async move {
+                self.0.lock().push(key.name.clone());
+                assert!(key.name != "bad", "reconcile of {key:?} went wrong");
+                Ok(Requeue::No)
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_reconcile_is_retried_with_backoff_and_the_controller_runs_on() {
+        let clock = FakeClock::at_epoch();
+        let client = MemClient::new(clock.clone());
+        let rt = Runtime::new(client.clone(), clock.clone(), &[], &[]);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let queue = rt.queue("fragile");
+        let reconciler = Arc::new(Fragile(seen.clone()));
+        rt.start(
+            vec![Registration {
+                name: "fragile",
+                queue: queue.clone(),
+                reconciler,
+            }],
+            1,
+        );
+        queue.add(ObjKey::new("default", "bad"));
+        rt.settle().await;
+        queue.add(ObjKey::new("default", "good"));
+        rt.settle().await;
+        let tries = |name: &str| seen.lock().iter().filter(|n| *n == name).count();
+        assert_eq!(tries("good"), 1, "the worker outlived the panic");
+        let before = tries("bad");
+        assert!(before >= 2, "retried at once after the first panic");
+        clock.advance(Duration::from_secs(1));
+        rt.settle().await;
+        assert!(tries("bad") > before, "and again after its back-off");
     }
 }

@@ -65,6 +65,12 @@ pub enum Error {
     /// The request conflicts with the resource's configuration.
     #[error("{0}")]
     BadRequest(String),
+    /// An ARM call without an `Authorization` header.
+    #[error("Authentication failed. The 'Authorization' header is missing.")]
+    MissingAuthorization,
+    /// An `Authorization` header that is not `Bearer <token>`.
+    #[error("Authentication failed. The 'Authorization' header is provided in an invalid format.")]
+    InvalidAuthorizationHeader,
     /// The bearer token has expired.
     #[error("The access token expiry UTC time '{0}' is earlier than current UTC time.")]
     ExpiredToken(String),
@@ -128,6 +134,10 @@ impl Error {
             Error::VersionNotSupported(_) => Wire::Arm(S::BAD_REQUEST, "K8sVersionNotSupported"),
             Error::OperationNotAllowed(_) => Wire::Arm(S::CONFLICT, "OperationNotAllowed"),
             Error::BadRequest(_) => Wire::Arm(S::BAD_REQUEST, "BadRequest"),
+            Error::MissingAuthorization => Wire::Arm(S::UNAUTHORIZED, "AuthenticationFailed"),
+            Error::InvalidAuthorizationHeader => {
+                Wire::Arm(S::UNAUTHORIZED, "AuthenticationFailedInvalidHeader")
+            }
             Error::ExpiredToken(_) => Wire::Arm(S::UNAUTHORIZED, "ExpiredAuthenticationToken"),
             Error::Internal(_) => Wire::Arm(S::INTERNAL_SERVER_ERROR, "InternalServerError"),
             Error::InvalidClientSecret(_) => Wire::Aad(S::UNAUTHORIZED, "invalid_client", 7000215),
@@ -149,11 +159,16 @@ impl ResponseError for Error {
     fn error_response(&self) -> HttpResponse {
         let request_id = uuid::Uuid::new_v4().to_string();
         match self.wire() {
-            Wire::Arm(status, code) => HttpResponse::build(status)
-                .insert_header(("x-ms-request-id", request_id.clone()))
-                .insert_header(("x-ms-correlation-request-id", request_id))
-                .insert_header(("x-ms-failure-cause", "gateway"))
-                .json(json!({ "error": { "code": code, "message": self.to_string() } })),
+            Wire::Arm(status, code) => {
+                let mut resp = HttpResponse::build(status);
+                resp.insert_header(("x-ms-request-id", request_id.clone()))
+                    .insert_header(("x-ms-correlation-request-id", request_id))
+                    .insert_header(("x-ms-failure-cause", "gateway"));
+                if let Some(challenge) = challenge(self) {
+                    resp.insert_header(("WWW-Authenticate", challenge));
+                }
+                resp.json(json!({ "error": { "code": code, "message": self.to_string() } }))
+            }
             Wire::Aad(status, error, number) => HttpResponse::build(status)
                 .insert_header(("x-ms-request-id", request_id.clone()))
                 .json(json!({
@@ -166,4 +181,17 @@ impl ResponseError for Error {
                 })),
         }
     }
+}
+
+/// ARM's `WWW-Authenticate` challenge on a 401 for a missing or malformed
+/// header.
+fn challenge(e: &Error) -> Option<String> {
+    let why = match e {
+        Error::MissingAuthorization => "missing 'Authorization' header",
+        Error::InvalidAuthorizationHeader => "invalid 'Authorization' header format",
+        _ => return None,
+    };
+    Some(format!(
+        "Bearer authorization_uri=\"https://login.windows.net/\", error=\"invalid_token\", error_description=\"The authentication failed because of {why}.\""
+    ))
 }

@@ -172,12 +172,17 @@ pub fn token(aks: &Aks, base: &str, tenant: &str, body: &[u8]) -> Result<HttpRes
         })))
 }
 
-/// Refuses a kemu token that has expired on the clock. Requests without a
-/// token, or with one kemu cannot read, pass: kemu does not enforce ARM auth.
+/// As ARM's front door: a call needs `Authorization: Bearer <token>` (401
+/// `AuthenticationFailed` without one), and a kemu token must not have
+/// expired on the clock. A token kemu cannot read passes: any AAD token
+/// works offline.
 pub fn check_bearer(authorization: Option<&str>, now: DateTime<Utc>) -> Result<(), Error> {
-    let Some(token) = authorization.and_then(|h| h.strip_prefix("Bearer ")) else {
-        return Ok(());
-    };
+    let header = authorization.ok_or(Error::MissingAuthorization)?;
+    let token = header
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or(Error::InvalidAuthorizationHeader)?;
     let exp = claims(token).and_then(|c| c["exp"].as_i64());
     match exp.and_then(|e| DateTime::<Utc>::from_timestamp(e, 0)) {
         Some(exp) if exp <= now => Err(Error::ExpiredToken(

@@ -233,6 +233,10 @@ impl ApiHandler for Aks {
     type Endpoint = Endpoint;
     type Error = Error;
 
+    fn panicked() -> Error {
+        Error::Internal("An internal server error occurred.".into())
+    }
+
     fn parse_endpoint(&self, req: &HttpRequest) -> Result<Endpoint, Error> {
         let endpoint = Endpoint::parse(req.method(), req.path())?;
         if endpoint.is_arm() && endpoint != Endpoint::MetadataEndpoints {

@@ -47,6 +47,20 @@ fn hex_id(len: usize) -> String {
         .to_owned()
 }
 
+/// An IAM role ARN: `arn:PARTITION:iam::ACCOUNT:role/[PATH/]NAME`.
+pub fn is_role_arn(arn: &str) -> bool {
+    let parts: Vec<&str> = arn.splitn(6, ':').collect();
+    let [_, partition, "iam", "", account, resource] = parts[..] else {
+        return false;
+    };
+    partition.starts_with("aws")
+        && !account.is_empty()
+        && account.bytes().all(|b| b.is_ascii_digit())
+        && resource
+            .strip_prefix("role/")
+            .is_some_and(|name| !name.is_empty() && !name.ends_with('/'))
+}
+
 /// CreateCluster.
 pub fn create(eks: &Eks, call: &Call) -> Result<Value, Error> {
     let b = &call.body;
@@ -57,8 +71,22 @@ pub fn create(eks: &Eks, call: &Call) -> Result<Value, Error> {
         )));
     }
     let role = b.required("roleArn")?;
+    if !is_role_arn(role) {
+        return Err(Error::InvalidParameter(format!(
+            "Invalid Role Arn: '{role}'"
+        )));
+    }
     let vpc = object(call, "resourcesVpcConfig")?
         .ok_or_else(|| Error::InvalidParameter("resourcesVpcConfig is required.".into()))?;
+    if vpc
+        .get("subnetIds")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty)
+    {
+        return Err(Error::InvalidParameter(
+            "Subnets are required: resourcesVpcConfig.subnetIds names none.".into(),
+        ));
+    }
     let version = b.str("version").unwrap_or(DEFAULT_VERSION);
     if !catalog::supported_version(version) {
         return Err(Error::InvalidParameter(format!(

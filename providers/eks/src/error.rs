@@ -35,6 +35,15 @@ pub enum Error {
     /// No operation has this method and path (404).
     #[error("Unknown operation {0}")]
     UnknownOperation(String),
+    /// No signature at all (403).
+    #[error("Missing Authentication Token")]
+    MissingAuthenticationToken,
+    /// A signature without its parts (403).
+    #[error("{0}")]
+    IncompleteSignature(String),
+    /// A signature whose scope or date is wrong (403).
+    #[error("{0}")]
+    InvalidSignature(String),
     /// kemu failed (500).
     #[error("{0}")]
     Server(String),
@@ -51,6 +60,9 @@ impl Error {
             Error::BadRequest(_) => "BadRequestException",
             Error::ResourceLimitExceeded(_) => "ResourceLimitExceededException",
             Error::UnknownOperation(_) => "UnknownOperationException",
+            Error::MissingAuthenticationToken => "MissingAuthenticationTokenException",
+            Error::IncompleteSignature(_) => "IncompleteSignatureException",
+            Error::InvalidSignature(_) => "InvalidSignatureException",
             Error::Server(_) => "ServerException",
         }
     }
@@ -78,6 +90,9 @@ impl ResponseError for Error {
                 StatusCode::NOT_FOUND
             }
             Error::ResourceInUse(_) => StatusCode::CONFLICT,
+            Error::MissingAuthenticationToken
+            | Error::IncompleteSignature(_)
+            | Error::InvalidSignature(_) => StatusCode::FORBIDDEN,
             Error::InvalidParameter(_)
             | Error::InvalidRequest(_)
             | Error::BadRequest(_)

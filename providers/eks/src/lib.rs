@@ -9,6 +9,7 @@
 //! - [`wire`]: percent-decoding, repeated query keys, JSON bodies, epoch-second
 //!   timestamps, `maxResults`/`nextToken` pagination.
 //! - [`error`]: the facade's error enum, mapped to `x-amzn-ErrorType` + `{"message"}`.
+//! - [`sigv4`]: the signature every EKS call must carry, checked in shape.
 //! - [`state`]: what EKS keeps beside the shared record (node groups, add-ons,
 //!   access entries, updates, …), per cluster id.
 //! - [`render`]: the shared record in EKS vocabulary (status, endpoint, CA).
@@ -31,6 +32,7 @@ pub mod persist;
 pub mod render;
 pub mod resources;
 pub mod router;
+pub mod sigv4;
 pub mod state;
 pub mod tags;
 pub mod token;
@@ -84,6 +86,10 @@ pub struct Settings {
     pub deletion_grace: Duration,
     /// Access key id → credential. Tokens signed with other keys are refused.
     pub credentials: BTreeMap<String, Credential>,
+    /// Hosts besides AWS's own STS endpoints that a token may be presigned
+    /// for (any port, `http` too): where `AWS_ENDPOINT_URL_STS` points a
+    /// client at kemu. Loopback by default; kemu adds its advertise host.
+    pub sts_hosts: Vec<String>,
 }
 
 impl Default for Settings {
@@ -115,6 +121,9 @@ impl Default for Settings {
             transition: Duration::ZERO,
             deletion_grace: Duration::ZERO,
             credentials,
+            sts_hosts: ["127.0.0.1", "localhost", "[::1]"]
+                .map(String::from)
+                .to_vec(),
         }
     }
 }
@@ -346,8 +355,18 @@ impl ApiHandler for Eks {
     type Endpoint = Endpoint;
     type Error = Error;
 
+    fn panicked() -> Error {
+        Error::Server("An internal error occurred. Please try again.".into())
+    }
+
     fn parse_endpoint(&self, req: &HttpRequest) -> Result<Endpoint, Error> {
-        Endpoint::parse(req.method(), req.uri().path())
+        let endpoint = Endpoint::parse(req.method(), req.uri().path());
+        // STS answers in its own (query protocol) format; every EKS call,
+        // and a call to no operation, is checked as AWS's front end does.
+        if !matches!(endpoint, Ok(Endpoint::StsGetCallerIdentity)) {
+            sigv4::check(req)?;
+        }
+        endpoint
     }
 
     async fn handle(

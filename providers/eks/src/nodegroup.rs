@@ -111,13 +111,32 @@ fn release_version(version: &str) -> String {
     format!("{version}.0-20260101")
 }
 
-/// Checks `minSize ≤ desiredSize ≤ maxSize`, `maxSize ≥ 1`.
+/// EKS's quota of nodes in one managed node group.
+pub const MAX_NODES_PER_NODEGROUP: i64 = 450;
+/// EKS's quota of managed node groups in one cluster.
+pub const MAX_NODEGROUPS_PER_CLUSTER: usize = 30;
+
+/// Checks `minSize ≤ desiredSize ≤ maxSize`, `maxSize ≥ 1`, each an integer
+/// and `maxSize` within the per-group quota.
 fn check_scaling(s: &Map<String, Value>) -> Result<(), Error> {
-    let n = |k: &str| s.get(k).and_then(Value::as_i64).unwrap_or(0);
-    let (min, max, desired) = (n("minSize"), n("maxSize"), n("desiredSize"));
+    let n = |k: &str| match s.get(k) {
+        None => Ok(0),
+        Some(v) => v
+            .as_i64()
+            .filter(|n| i32::try_from(*n).is_ok())
+            .ok_or_else(|| {
+                Error::InvalidParameter(format!("scalingConfig.{k} must be an integer, not {v}."))
+            }),
+    };
+    let (min, max, desired) = (n("minSize")?, n("maxSize")?, n("desiredSize")?);
     if min < 0 || max < 1 || desired < min || desired > max {
         return Err(Error::InvalidParameter(format!(
             "Invalid scaling config: minSize {min}, maxSize {max}, desiredSize {desired} (need 0 <= minSize <= desiredSize <= maxSize, maxSize >= 1)."
+        )));
+    }
+    if max > MAX_NODES_PER_NODEGROUP {
+        return Err(Error::InvalidParameter(format!(
+            "Invalid scaling config: maxSize {max} exceeds the limit of {MAX_NODES_PER_NODEGROUP} nodes per managed node group."
         )));
     }
     Ok(())
@@ -178,6 +197,11 @@ pub fn create(eks: &Eks, call: &Call, cluster: &str) -> Result<Value, Error> {
         if cs.of(Kind::Nodegroup).contains_key(&name) {
             return Err(Error::ResourceInUse(format!(
                 "NodeGroup already exists with name {name} and cluster name {cluster}"
+            )));
+        }
+        if cs.of(Kind::Nodegroup).len() >= MAX_NODEGROUPS_PER_CLUSTER {
+            return Err(Error::ResourceLimitExceeded(format!(
+                "Cluster {cluster} already has the maximum of {MAX_NODEGROUPS_PER_CLUSTER} managed node groups."
             )));
         }
         let id = uuid::Uuid::new_v4();

@@ -65,6 +65,26 @@ impl EksTokenAuthenticator {
         }
     }
 
+    /// As aws-iam-authenticator: a token is a presigned STS request, so its
+    /// host must be an STS endpoint over https (`sts.amazonaws.com`,
+    /// `sts[-fips].REGION.amazonaws.com[.cn]`), or one of the configured
+    /// hosts where kemu serves STS itself.
+    fn check_sts_host(&self, https: bool, host: &str) -> Result<(), String> {
+        let name = host
+            .rsplit_once(':')
+            .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+            .map_or(host, |(name, _)| name);
+        if self.settings.sts_hosts.iter().any(|h| h == name) {
+            return Ok(());
+        }
+        let aws = https && name == host && is_sts_hostname(host);
+        if aws {
+            Ok(())
+        } else {
+            Err(format!("unexpected hostname {host:?} in pre-signed URL"))
+        }
+    }
+
     /// Verifies `token` for the cluster named `cluster` at the clock's now.
     /// `Ok(None)` if it is not an EKS token at all.
     pub fn verify(&self, cluster: &str, token: &str) -> Result<Option<VerifiedToken>, String> {
@@ -75,11 +95,13 @@ impl EksTokenAuthenticator {
             .decode(encoded.trim_end_matches('='))
             .map_err(|_| "token is not base64url".to_owned())?;
         let url = String::from_utf8(raw).map_err(|_| "token is not a URL".to_owned())?;
-        let rest = url
-            .strip_prefix("https://")
-            .or_else(|| url.strip_prefix("http://"))
-            .ok_or("token URL is not http(s)")?;
+        let (https, rest) = match (url.strip_prefix("https://"), url.strip_prefix("http://")) {
+            (Some(rest), _) => (true, rest),
+            (None, Some(rest)) => (false, rest),
+            (None, None) => return Err("token URL is not http(s)".into()),
+        };
         let (host, path_query) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        self.check_sts_host(https, host)?;
         let (path, query) = path_query.split_once('?').ok_or("token URL has no query")?;
         let path = if path.is_empty() { "/" } else { path };
         let q = Query::parse(query);
@@ -275,6 +297,61 @@ impl TokenAuthenticator for EksTokenAuthenticator {
     }
 }
 
+/// Whether `host` is one of AWS's STS endpoints: the global one or a
+/// regional (or FIPS) one, in the commercial, China or GovCloud partitions.
+fn is_sts_hostname(host: &str) -> bool {
+    if matches!(host, "sts.amazonaws.com" | "sts-fips.amazonaws.com") {
+        return true;
+    }
+    let Some(regional) = host
+        .strip_suffix(".amazonaws.com")
+        .or_else(|| host.strip_suffix(".amazonaws.com.cn"))
+    else {
+        return false;
+    };
+    let Some(region) = regional
+        .strip_prefix("sts.")
+        .or_else(|| regional.strip_prefix("sts-fips."))
+    else {
+        return false;
+    };
+    // `us-east-1`, `cn-north-1`, `us-gov-west-1`, `ap-southeast-5`.
+    let parts: Vec<&str> = region.split('-').collect();
+    parts.len() >= 3
+        && parts
+            .last()
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        && parts[..parts.len() - 1]
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase()))
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_sts_hostname;
+
+    #[test]
+    fn sts_hostnames_of_every_partition() {
+        for host in [
+            "sts.amazonaws.com",
+            "sts.us-east-1.amazonaws.com",
+            "sts-fips.us-gov-west-1.amazonaws.com",
+            "sts.cn-north-1.amazonaws.com.cn",
+        ] {
+            assert!(is_sts_hostname(host), "{host}");
+        }
+        for host in [
+            "sts.example.com",
+            "sts.us-east-1.amazonaws.com.evil.example",
+            "evil.us-east-1.amazonaws.com",
+            "sts.1.amazonaws.com",
+            "sts..amazonaws.com",
+        ] {
+            assert!(!is_sts_hostname(host), "{host}");
+        }
+    }
 }

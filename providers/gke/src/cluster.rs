@@ -189,8 +189,11 @@ pub fn create(gke: &Gke, at: &LocationRef, body: &Body) -> Result<Value, Error> 
     if requested.is_empty() {
         let mut np = Map::new();
         np.insert("name".into(), json!("default-pool"));
-        let count =
-            wire::int(cluster.get("initialNodeCount")).unwrap_or(if autopilot { 1 } else { 3 });
+        let count = wire::int32(
+            cluster.get("initialNodeCount"),
+            "cluster.initial_node_count",
+        )?
+        .unwrap_or(if autopilot { 1 } else { 3 });
         np.insert("initialNodeCount".into(), json!(count));
         if let Some(config) = cluster.get("nodeConfig") {
             np.insert("config".into(), config.clone());
@@ -198,8 +201,15 @@ pub fn create(gke: &Gke, at: &LocationRef, body: &Body) -> Result<Value, Error> 
         requested.push(np);
     }
     let mut pools: Vec<PoolState> = Vec::new();
-    for np in &requested {
-        let pool = PoolState::from_request(np, &locations, &at.location, &version, now, delay)?;
+    for (i, np) in requested.iter().enumerate() {
+        // The legacy count is the cluster's own field.
+        let field = if cluster.contains_key("nodePools") {
+            format!("cluster.node_pools[{i}]")
+        } else {
+            "cluster".to_owned()
+        };
+        let pool =
+            PoolState::from_request(&field, np, &locations, &at.location, &version, now, delay)?;
         if pools.iter().any(|p| p.name == pool.name) {
             return Err(Error::InvalidArgument(format!(
                 "Node pool names must be unique; \"{}\" is used twice.",

@@ -218,6 +218,10 @@ impl ApiHandler for Gke {
     type Endpoint = Endpoint;
     type Error = Error;
 
+    fn panicked() -> Error {
+        Error::Internal("Internal error encountered.".into())
+    }
+
     fn parse_endpoint(&self, req: &HttpRequest) -> Result<Endpoint, Error> {
         Endpoint::parse(req.method(), req.path())
     }

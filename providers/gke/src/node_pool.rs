@@ -63,6 +63,7 @@ pub fn create(gke: &Gke, r: &ClusterRef, body: &Body) -> Result<Value, Error> {
             )));
         }
         let pool = PoolState::from_request(
+            "node_pool",
             &np,
             &st.locations,
             &r.location,
@@ -122,14 +123,10 @@ pub fn set(gke: &Gke, r: &PoolRef, setter: Setter, body: &Body) -> Result<Value,
         let pool = st.pool_mut(&r.name).ok_or_else(|| not_found(r))?;
         match setter {
             Setter::Size => {
-                let n = wire::int(body.get("nodeCount")).ok_or_else(|| {
+                let n = wire::int32(body.get("nodeCount"), "node_count")?.ok_or_else(|| {
                     Error::InvalidArgument("Missing required field: node_count.".into())
                 })?;
-                pool.per_zone = u32::try_from(n).map_err(|_| {
-                    Error::InvalidArgument(format!(
-                        "Invalid value for field \"node_count\": \"{n}\". Must be non-negative."
-                    ))
-                })?;
+                pool.per_zone = crate::state::per_zone_count(n, "node_count")?;
             }
             Setter::Autoscaling => {
                 let a = body

@@ -253,9 +253,30 @@ fn with_pool_defaults(mut fields: Map<String, Value>) -> Map<String, Value> {
     fields
 }
 
+/// The most nodes a node pool may have in one zone (GKE's quota).
+pub const MAX_NODES_PER_POOL_ZONE: i64 = 1000;
+
+/// A pool's nodes per zone from a request's count at `field`: at least 0 and
+/// at most [`MAX_NODES_PER_POOL_ZONE`].
+pub fn per_zone_count(count: i64, field: &str) -> Result<u32, Error> {
+    if count < 0 {
+        return Err(Error::InvalidArgument(format!(
+            "Invalid value for field \"{field}\": \"{count}\". Must be non-negative."
+        )));
+    }
+    if count > MAX_NODES_PER_POOL_ZONE {
+        return Err(Error::InvalidArgument(format!(
+            "Invalid value for field \"{field}\": \"{count}\". A node pool may have at most {MAX_NODES_PER_POOL_ZONE} nodes per zone."
+        )));
+    }
+    u32::try_from(count).map_err(|_| Error::Internal(format!("{field}: {count}")))
+}
+
 impl PoolState {
-    /// A pool from a `NodePool` request object.
+    /// A pool from a `NodePool` request object, found at `at` in the request
+    /// (`node_pool`, `cluster.node_pools[1]`).
     pub fn from_request(
+        at: &str,
         np: &Map<String, Value>,
         cluster_locations: &[String],
         cluster_location: &str,
@@ -265,12 +286,9 @@ impl PoolState {
     ) -> Result<Self, Error> {
         let name = np.get("name").and_then(Value::as_str).unwrap_or_default();
         wire::check_name("node_pool.name", name)?;
-        let count = wire::int(np.get("initialNodeCount")).unwrap_or(3);
-        let per_zone = u32::try_from(count).map_err(|_| {
-            Error::InvalidArgument(format!(
-                "Invalid value for field \"node_pool.initial_node_count\": \"{count}\". Must be non-negative."
-            ))
-        })?;
+        let field = format!("{at}.initial_node_count");
+        let count = wire::int32(np.get("initialNodeCount"), &field)?.unwrap_or(3);
+        let per_zone = per_zone_count(count, &field)?;
         let locations = zones_from(np.get("locations"), cluster_location, "node_pool.locations")?
             .unwrap_or_else(|| cluster_locations.to_vec());
         let version = match np.get("version").and_then(Value::as_str) {
@@ -441,6 +459,7 @@ mod tests {
         let np = json!({"name":"np","initialNodeCount":2,"config":{"machineType":"n2-standard-4",
             "labels":{"team":"a"},"taints":[{"key":"k","value":"v","effect":"NO_SCHEDULE"}]}});
         let pool = PoolState::from_request(
+            "node_pool",
             np.as_object().unwrap(),
             &["us-central1-a".into()],
             "us-central1-a",

@@ -229,13 +229,24 @@ pub fn object<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Map<Stri
     map.get(key).and_then(Value::as_object)
 }
 
-/// An integer field that may arrive as a JSON number or a string (int64 in
-/// proto3 JSON is a string).
-pub fn int(v: Option<&Value>) -> Option<i64> {
-    match v? {
-        Value::Number(n) => n.as_i64(),
-        Value::String(s) => s.parse().ok(),
-        _ => None,
+/// An `int32` field as proto3 JSON decodes it (a number, or a string of
+/// one): `None` when absent, and the front end's INVALID_ARGUMENT naming the
+/// field (`Invalid value at 'node_pool.initial_node_count' (TYPE_INT32),
+/// 9223372036854775808`) when it is no int32: out of range, a fraction or
+/// not a number is refused, never wrapped or defaulted.
+pub fn int32(v: Option<&Value>, field: &str) -> Result<Option<i64>, Error> {
+    let n = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n.as_i64(),
+        Some(Value::String(s)) => s.trim().parse::<i64>().ok(),
+        Some(_) => None,
+    };
+    match n.filter(|n| i32::try_from(*n).is_ok()) {
+        Some(n) => Ok(Some(n)),
+        None => Err(Error::InvalidArgument(format!(
+            "Invalid value at '{field}' (TYPE_INT32), {}",
+            v.map(Value::to_string).unwrap_or_default()
+        ))),
     }
 }
 

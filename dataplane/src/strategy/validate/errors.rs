@@ -86,6 +86,25 @@ impl Errors {
         );
     }
 
+    /// `Too many: N: must have at most M items`.
+    pub fn too_many(&mut self, field: &str, actual: usize, max: usize) {
+        self.push(
+            "FieldValueTooMany",
+            field,
+            format!("Too many: {actual}: must have at most {max} items"),
+        );
+    }
+
+    /// `Invalid value: detail`, for a rule about the field as a whole
+    /// (upstream's `field.OmitValueType`).
+    pub fn invalid_whole(&mut self, field: &str, detail: &str) {
+        self.push(
+            "FieldValueInvalid",
+            field,
+            format!("Invalid value: {detail}"),
+        );
+    }
+
     /// Each of `problems` as an Invalid `value` of `field`.
     pub fn invalid_each(&mut self, field: &str, value: &Value, problems: Vec<String>) {
         for p in problems {

@@ -9,12 +9,14 @@
 //! - [`meta`]: object metadata and the name formats.
 //! - [`pods`]: pod specs, for Pods and every template.
 //! - [`workloads`]: Deployments, ReplicaSets, StatefulSets, DaemonSets,
-//!   ReplicationControllers, Jobs, CronJobs, ControllerRevisions.
+//!   ReplicationControllers, CronJobs, ControllerRevisions.
+//! - [`job`]: Jobs and CronJobs' job templates.
 //! - [`core`]: the other core/v1 kinds.
 //! - [`others`]: the kinds of the other API groups.
 
 pub mod core;
 pub mod errors;
+pub mod job;
 pub mod meta;
 pub mod others;
 pub mod pods;
@@ -53,7 +55,7 @@ static CHECKS: &[(&str, &str, Check)] = &[
     ("apps", "StatefulSet", workloads::stateful_set),
     ("apps", "DaemonSet", workloads::daemon_set),
     ("apps", "ControllerRevision", workloads::controller_revision),
-    ("batch", "Job", workloads::job),
+    ("batch", "Job", job::job),
     ("batch", "CronJob", workloads::cron_job),
     (
         "autoscaling",

@@ -235,56 +235,6 @@ pub fn pod(e: &mut Errors, o: &Value, _old: Option<&Value>) {
     pods::pod_spec(e, "spec", &o["spec"]);
 }
 
-/// A Job's spec at `field`: counts, and a template that restarts on failure
-/// or never.
-fn job_spec(e: &mut Errors, field: &str, spec: &Value) {
-    for f in [
-        "parallelism",
-        "completions",
-        "activeDeadlineSeconds",
-        "backoffLimit",
-        "ttlSecondsAfterFinished",
-    ] {
-        e.at_least(&format!("{field}.{f}"), &spec[f], 0);
-    }
-    e.one_of(
-        &format!("{field}.completionMode"),
-        &spec["completionMode"],
-        &["NonIndexed", "Indexed"],
-    );
-    let t = &spec["template"];
-    pods::template(e, &format!("{field}.template"), t);
-    let at = format!("{field}.template.spec.restartPolicy");
-    let restart = &t["spec"]["restartPolicy"];
-    match restart.as_str().unwrap_or_default() {
-        "" | "Always" => e.required(&at, "valid values: \"OnFailure\", \"Never\""),
-        "OnFailure" | "Never" => {}
-        _ => e.unsupported(&at, restart, &["OnFailure", "Never"]),
-    }
-}
-
-/// Jobs: the spec, and on update a template and selector fixed at create
-/// (upstream lets a suspended Job's scheduling directives change; kemu
-/// compares the pod spec's containers and the selector).
-pub fn job(e: &mut Errors, o: &Value, old: Option<&Value>) {
-    job_spec(e, "spec", &o["spec"]);
-    if let Some(old) = old {
-        e.immutable(
-            "spec.selector",
-            &o["spec"]["selector"],
-            &old["spec"]["selector"],
-        );
-        let containers = |v: &Value| v["spec"]["template"]["spec"]["containers"].clone();
-        if containers(o) != containers(old) {
-            e.invalid(
-                "spec.template",
-                &json!(o["spec"]["template"]),
-                "field is immutable",
-            );
-        }
-    }
-}
-
 /// `cron.ParseStandard`'s first check: five fields, or a `@` descriptor.
 fn schedule_problem(schedule: &str) -> Option<String> {
     let mut s = schedule.trim();
@@ -328,7 +278,7 @@ pub fn cron_job(e: &mut Errors, o: &Value, _old: Option<&Value>) {
     ] {
         e.at_least(&format!("spec.{f}"), &spec[f], 0);
     }
-    job_spec(e, "spec.jobTemplate.spec", &spec["jobTemplate"]["spec"]);
+    super::job::spec(e, "spec.jobTemplate.spec", &spec["jobTemplate"]["spec"]);
 }
 
 #[cfg(test)]
@@ -372,7 +322,7 @@ mod tests {
     fn jobs_restart_on_failure_or_never_and_schedules_have_five_fields() {
         let j = json!({"spec": {"template": template("x", "Always")}});
         assert_eq!(
-            messages(job, j),
+            messages(super::super::job::job, j),
             [
                 "spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\""
             ]
