@@ -257,3 +257,97 @@ fn a_second_kemu_on_a_data_dir_is_refused_and_changes_nothing() {
     assert_eq!(cluster["cluster"]["name"], "locked");
     again.stop();
 }
+
+#[test]
+fn a_restart_on_the_data_dir_is_invisible_to_the_controllers() {
+    let sb = Sandbox::new();
+    let data = sb.path("data");
+    let data_arg = data.to_str().expect("utf-8 path");
+    let ports = Ports::free();
+    let mut kemu = Kemu::start(&ports, &sb.path("run-0"), &["--data-dir", data_arg]);
+    let aws = Aws::new(&sb, &kemu.ready.eks);
+    create_cluster(&aws, "steady");
+    aws.ok(&[
+        "create-nodegroup",
+        "--cluster-name",
+        "steady",
+        "--nodegroup-name",
+        "ng",
+        "--node-role",
+        "arn:aws:iam::123456789012:role/node",
+        "--subnets",
+        "subnet-a",
+        "--scaling-config",
+        "minSize=1,maxSize=3,desiredSize=2",
+    ]);
+    let kc = sb.path("kubeconfig");
+    aws.ok(&[
+        "update-kubeconfig",
+        "--name",
+        "steady",
+        "--kubeconfig",
+        kc.to_str().unwrap(),
+    ]);
+    let k = |kemu: &Kemu, args: &[&str]| {
+        must(
+            Aws::new(&sb, &kemu.ready.eks).kubectl(&kc, args),
+            &format!("kubectl {args:?}"),
+        )
+    };
+    k(
+        &kemu,
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=30",
+        ],
+    );
+    k(
+        &kemu,
+        &["rollout", "status", "deployment/web", "--timeout=60s"],
+    );
+    let pods = |kemu: &Kemu| names(&k(kemu, &["get", "pods", "-l", "app=web", "-o", "json"]));
+    let before = pods(&kemu);
+    assert_eq!(before.len(), 30);
+
+    for round in 1..=3 {
+        kemu.stop();
+        kemu = Kemu::start(
+            &ports,
+            &sb.path(&format!("run-{round}")),
+            &["--data-dir", data_arg],
+        );
+        // A rollout after the restart: the controllers have been running.
+        let probe = format!("probe-{round}");
+        k(&kemu, &["create", "deployment", &probe, "--image=nginx"]);
+        k(
+            &kemu,
+            &[
+                "rollout",
+                "status",
+                &format!("deployment/{probe}"),
+                "--timeout=60s",
+            ],
+        );
+        assert_eq!(
+            pods(&kemu),
+            before,
+            "round {round}: the same 30 Pods, none made or removed"
+        );
+        let deletes = k(
+            &kemu,
+            &[
+                "get",
+                "events",
+                "--field-selector",
+                "reason=SuccessfulDelete",
+                "-o",
+                "json",
+            ],
+        );
+        assert_eq!(names(&deletes).len(), 0, "round {round}: no Pod deleted");
+    }
+    kemu.stop();
+}

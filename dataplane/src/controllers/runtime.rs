@@ -685,6 +685,10 @@ pub struct Runtime {
     queues: Mutex<Vec<Arc<Queue>>>,
     activity: Arc<Activity>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Informers that have not yet taken in what the store held when they
+    /// first watched; workers wait for none (client-go's WaitForCacheSync).
+    unsynced: AtomicUsize,
+    synced: Notify,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -714,6 +718,8 @@ impl Runtime {
             queues: Mutex::default(),
             activity: Arc::default(),
             tasks: Mutex::default(),
+            unsynced: AtomicUsize::new(kinds.len() + notifying.len()),
+            synced: Notify::new(),
         })
     }
 
@@ -777,16 +783,43 @@ impl Runtime {
         }
     }
 
+    fn informer_synced(&self) {
+        if self.unsynced.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.synced.notify_waiters();
+        }
+    }
+
     async fn run_informer(self: Arc<Self>, inf: Arc<Informer>) {
+        let mut first = true;
         loop {
             let mut rx = match self.client.watch(inf.kind).await {
                 Ok(rx) => rx,
                 Err(e) => {
                     tracing::warn!(kind = %inf.kind, error = %e, "watch failed; retrying");
+                    if std::mem::take(&mut first) {
+                        // Nothing to take in: workers need not wait for it.
+                        self.informer_synced();
+                    }
                     self.clock.sleep(Duration::from_secs(1)).await;
                     continue;
                 }
             };
+            if std::mem::take(&mut first) {
+                // A watch starts with what the store holds (its initial
+                // ADDED events, queued before it is returned): take them in
+                // before any worker reconciles, or a controller that starts
+                // after a restart sees its Pods missing and makes more.
+                self.activity.busy.fetch_add(1, Ordering::SeqCst);
+                while let Ok(event) = rx.try_recv() {
+                    let seen = Seen {
+                        resync: false,
+                        held: event.held,
+                    };
+                    inf.dispatch_as(event.kind, event.object, seen);
+                }
+                self.activity.busy.fetch_sub(1, Ordering::SeqCst);
+                self.informer_synced();
+            }
             while let Some(event) = rx.recv().await {
                 self.activity.busy.fetch_add(1, Ordering::SeqCst);
                 let seen = Seen {
@@ -834,6 +867,13 @@ impl Runtime {
         queue: Arc<Queue>,
         rec: Arc<dyn Reconciler>,
     ) {
+        loop {
+            let synced = self.synced.notified();
+            if self.unsynced.load(Ordering::SeqCst) == 0 {
+                break;
+            }
+            synced.await;
+        }
         loop {
             let key = queue.next().await;
             self.activity.busy.fetch_add(1, Ordering::SeqCst);
