@@ -202,6 +202,29 @@ pub async fn read_body(mut payload: web::Payload) -> Result<Vec<u8>, ApiError> {
     Ok(body)
 }
 
+/// The largest body parsed on the worker that serves the cluster; larger
+/// ones are parsed on the blocking pool.
+pub const PARSE_ON_WORKER_MAX: usize = 64 * 1024;
+
+/// Runs `parse` over `body`: at once for a small body, on the blocking pool
+/// for a large one, so that parsing a large (or hostile) body never holds
+/// the worker that serves the cluster's other requests, `/readyz` included.
+pub async fn parse_off_worker<T: Send + 'static>(
+    body: &[u8],
+    parse: impl FnOnce(&[u8]) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    if body.len() <= PARSE_ON_WORKER_MAX {
+        return parse(body);
+    }
+    let owned = body.to_vec();
+    tokio::task::spawn_blocking(move || parse(&owned))
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e, "parsing a request body panicked");
+            Err(ApiError::Internal(crate::api::recover::PANICKED.into()))
+        })
+}
+
 /// Decodes an object body by its Content-Type.
 pub fn decode_object(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
     if protobuf::is_protobuf(content_type) {

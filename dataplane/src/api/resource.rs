@@ -268,8 +268,8 @@ pub async fn dispatch(
             options::check_list(&h.params, true)?;
             h.watch()
         }
-        Operation::Create => h.create(h.decode(ct, &body)?).await,
-        Operation::Update => h.update(h.decode(ct, &body)?).await,
+        Operation::Create => h.create(h.decode(ct, &body).await?).await,
+        Operation::Update => h.update(h.decode(ct, &body).await?).await,
         Operation::Patch(kind) => h.patch(kind, &body).await,
         Operation::Delete => h.delete(ct, &body).await,
         Operation::DeleteCollection => h.delete_collection(ct, &body).await,
@@ -519,24 +519,32 @@ impl Handler<'_> {
     }
 
     /// Decodes a create or update body, checking its fields.
-    fn decode(&self, ct: &str, body: &[u8]) -> Result<Value, ApiError> {
-        let media = ct.split(';').next().unwrap_or_default().trim();
+    async fn decode(&self, ct: &str, body: &[u8]) -> Result<Value, ApiError> {
+        let ct = ct.to_owned();
         let schema = self.rt().field_schema();
-        let checked = if matches!(media, "" | "application/json" | "*/*") {
-            match field_validation::parse_json(body, &schema) {
-                Ok(c) => c,
-                // Malformed: the decoder's own 400.
-                Err(_) => return request::decode_json(body),
+        let (mut checked, dups) = request::parse_off_worker(body, move |body| {
+            let media = ct.split(';').next().unwrap_or_default().trim();
+            if matches!(media, "" | "application/json" | "*/*") {
+                return match field_validation::parse_json(body, &schema) {
+                    Ok(c) => Ok((c, Vec::new())),
+                    // Malformed: the decoder's own 400.
+                    Err(_) => request::decode_json(body).map(|value| {
+                        let problems = Vec::new();
+                        (Checked { value, problems }, Vec::new())
+                    }),
+                };
             }
-        } else {
-            let mut checked =
-                field_validation::check_value(request::decode_object(ct, body)?, &schema);
-            if media == "application/yaml" {
-                let dups = field_validation::yaml_duplicates(body);
-                checked.problems.splice(0..0, self.yaml_problems(dups));
-            }
-            checked
-        };
+            let checked =
+                field_validation::check_value(request::decode_object(&ct, body)?, &schema);
+            let dups = if media == "application/yaml" {
+                field_validation::yaml_duplicates(body)
+            } else {
+                Vec::new()
+            };
+            Ok((checked, dups))
+        })
+        .await?;
+        checked.problems.splice(0..0, self.yaml_problems(dups));
         self.field_problems(checked, |v, p| {
             field_validation::decode_error(self.rt(), v, p)
         })
@@ -967,7 +975,7 @@ impl Handler<'_> {
             return self.apply(body).await;
         }
         let key = self.key()?;
-        let patch = request::decode_json(body)?;
+        let patch = request::parse_off_worker(body, request::decode_json).await?;
         let status_sub = has_sub(self.rt(), "status");
         let schema = openapi::definitions().get(&self.rt().definition);
         // Duplicate keys in the patch itself come first, as upstream lists them.

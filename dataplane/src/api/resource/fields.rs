@@ -124,9 +124,13 @@ impl Handler<'_> {
     /// Server-side apply (`application/apply-patch+yaml`, YAML or JSON).
     pub(super) async fn apply(&self, body: &[u8]) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
-        let mut config = request::decode_yaml(body)
-            .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?;
-        let dups = self.yaml_problems(field_validation::yaml_duplicates(body));
+        let (mut config, dups) = request::parse_off_worker(body, |body| {
+            let config = request::decode_yaml(body)
+                .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?;
+            Ok((config, field_validation::yaml_duplicates(body)))
+        })
+        .await?;
+        let dups = self.yaml_problems(dups);
         if self.directive == Directive::Strict
             && let Some(refused) = dups.first()
         {
