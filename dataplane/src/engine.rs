@@ -35,6 +35,8 @@ pub struct Engine {
     cluster_resources: Arc<DashMap<String, Arc<ClusterResources>>>,
     controllers: Arc<DashMap<String, Controllers>>,
     networks: Arc<DashMap<String, Arc<ClusterNetwork>>>,
+    /// Each cluster's exec'd containers (what they wrote).
+    sandboxes: Arc<DashMap<String, Arc<crate::exec::Sandboxes>>>,
     authorization: Mode,
     /// The last resourceVersion of each retired cluster's store, so a store
     /// put back (reset) never counts below what clients have seen.
@@ -68,6 +70,7 @@ impl Engine {
             cluster_resources: Arc::new(DashMap::new()),
             controllers: Arc::new(DashMap::new()),
             networks: Arc::new(DashMap::new()),
+            sandboxes: Arc::new(DashMap::new()),
             authorization: Mode::default(),
             journal: Arc::default(),
             retired: Arc::default(),
@@ -232,6 +235,20 @@ impl Engine {
         self.networks.get(cluster_id).map(|n| n.value().clone())
     }
 
+    /// The simulated containers of a cluster.
+    pub fn sandboxes(&self, cluster_id: &str) -> Arc<crate::exec::Sandboxes> {
+        self.sandboxes
+            .entry(cluster_id.to_owned())
+            .or_default()
+            .value()
+            .clone()
+    }
+
+    /// The runtime blocking work that waits on the clock runs on.
+    pub fn background(&self) -> tokio::runtime::Handle {
+        controller_runtime().handle().clone()
+    }
+
     /// Starts the cluster's controllers, scheduler and kubelet on its store.
     fn start_controllers(&self, record: &ClusterRecord, store: Arc<dyn Store>) {
         let resources = self.cluster_resources(&record.id);
@@ -273,6 +290,7 @@ impl Engine {
     pub fn drop_store(&self, cluster_id: &str) {
         self.controllers.remove(cluster_id);
         self.networks.remove(cluster_id);
+        self.sandboxes.remove(cluster_id);
         self.cluster_resources.remove(cluster_id);
         if let Some((_, old)) = self.stores.remove(cluster_id) {
             self.retired

@@ -30,6 +30,8 @@
 //!   request path runs admission through [`api::admission`].
 //! - [`cloud_identity`]: each cloud's identity mapping and virtual grants,
 //!   wired into [`auth`].
+//! - [`exec`]: simulated containers to exec into: a filesystem made from
+//!   the Pod's spec and objects, the kubelet's environment, a small shell.
 //! - [`sa_token`]: ServiceAccount JWTs: issuing and authenticating them.
 //! - [`identity`]: who is calling, read from the TLS connection.
 //! - [`error`]: the data plane's error enum, rendered as a `metav1.Status`.
@@ -41,6 +43,7 @@ pub mod cloud_identity;
 pub mod controllers;
 pub mod engine;
 pub mod error;
+pub mod exec;
 pub mod identity;
 pub mod label_selector;
 pub mod listener;

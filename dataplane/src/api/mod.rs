@@ -27,7 +27,7 @@ pub mod request;
 pub mod resource;
 pub mod reviews;
 pub mod selectors;
-pub mod stream_refusal;
+pub mod streams;
 pub mod subresources;
 pub mod table;
 pub mod token;

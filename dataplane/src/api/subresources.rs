@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use thiserror::Error;
 
 use crate::api::request::{Params, Scope};
-use crate::api::{binding, eviction, log, pod_views, stream_refusal, token, wire};
+use crate::api::{binding, eviction, log, pod_views, streams, token, wire};
 use crate::engine::{ClusterContext, Engine};
 use crate::error::{ApiError, Target};
 use crate::store::{Object, ObjectKey, Store};
@@ -29,9 +29,9 @@ pub enum Handler {
     /// `pods/ephemeralcontainers`, `pods/resize`: a Pod whose writes may
     /// change only some fields.
     PodView(pod_views::View),
-    /// `pods/exec`, `pods/attach`, `pods/portforward`: streams no simulated
-    /// container can serve.
-    Stream(stream_refusal::Stream),
+    /// `pods/exec`, `pods/attach`: streams into simulated containers;
+    /// `pods/portforward`: refused.
+    Stream(streams::Stream),
     /// `serviceaccounts/token`: TokenRequest.
     Token,
 }
@@ -53,23 +53,18 @@ const TABLE: &[(&str, &str, &str, Handler)] = &[
         "resize",
         Handler::PodView(pod_views::View::Resize),
     ),
-    (
-        "",
-        "pods",
-        "exec",
-        Handler::Stream(stream_refusal::Stream::Exec),
-    ),
+    ("", "pods", "exec", Handler::Stream(streams::Stream::Exec)),
     (
         "",
         "pods",
         "attach",
-        Handler::Stream(stream_refusal::Stream::Attach),
+        Handler::Stream(streams::Stream::Attach),
     ),
     (
         "",
         "pods",
         "portforward",
-        Handler::Stream(stream_refusal::Stream::PortForward),
+        Handler::Stream(streams::Stream::PortForward),
     ),
     ("", "serviceaccounts", "token", Handler::Token),
 ];
@@ -268,7 +263,7 @@ pub async fn serve(
         Handler::Eviction => eviction::serve(&ctx, &method, object(payload, &ct).await),
         Handler::Binding => binding::serve(&ctx, &method, object(payload, &ct).await),
         Handler::PodView(view) => pod_views::serve(&ctx, view, &method, &ct, read(payload).await),
-        Handler::Stream(stream) => stream_refusal::serve(&ctx, stream, &req),
+        Handler::Stream(stream) => streams::serve(&ctx, stream, &req, payload).await,
         Handler::Token => token::serve(&ctx, &method, object(payload, &ct).await),
     };
     result.unwrap_or_else(|e| e.error_response())

@@ -1,0 +1,567 @@
+//! `pods/exec` and `pods/attach` over WebSocket into simulated containers
+//! ([`crate::exec`]), and `pods/portforward`, which no simulated container
+//! serves.
+//!
+//! The checks come first, as upstream's `streamLocation` makes them: the Pod,
+//! then the container (upstream's 400s), then its Node; then, as the kubelet,
+//! that the container runs and a stream was asked for. The upgrade speaks
+//! the channel protocols kube-apiserver and the kubelet do:
+//! `v5.channel.k8s.io` (kubectl, client-go: stdin closed by a `[255, 0]`
+//! frame), `v4.channel.k8s.io` (the Python client, kube-rs), their base64
+//! forms and the older ones, picked in the client's order. Each frame is a
+//! channel byte (0 stdin, 1 stdout, 2 stderr, 3 status, 4 resize) and data;
+//! the status is the kubelet's `Status` (`NonZeroExitCode` with an
+//! `ExitCode` cause), written on channel 3 before a normal close. A request
+//! that is no WebSocket upgrade (SPDY, kubectl's fallback) gets a 400
+//! `Status`, which kubectl prints as `Error from server (BadRequest): …`.
+
+use std::sync::Arc;
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use base64::Engine as _;
+use futures_util::StreamExt as _;
+use kemu_shared::SharedClock;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::api::subresources::{Ctx, SubresourceError};
+use crate::controllers::obj;
+use crate::error::ApiError;
+use crate::exec::session::{self, End, Event};
+use crate::exec::shell::Host;
+use crate::exec::volumes;
+use crate::store::ObjectKey;
+
+/// Which stream was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// `exec`.
+    Exec,
+    /// `attach`.
+    Attach,
+    /// `portforward`.
+    PortForward,
+}
+
+impl Stream {
+    fn name(self) -> &'static str {
+        match self {
+            Stream::Exec => "exec",
+            Stream::Attach => "attach",
+            Stream::PortForward => "port-forward",
+        }
+    }
+}
+
+/// The channel protocols served, best first.
+const PROTOCOLS: &[&str] = &[
+    "v5.channel.k8s.io",
+    "v4.channel.k8s.io",
+    "v4.base64.channel.k8s.io",
+    "v3.channel.k8s.io",
+    "v2.channel.k8s.io",
+    "channel.k8s.io",
+    "base64.channel.k8s.io",
+];
+
+/// The largest frame a client may send (kubectl cp sends its tar in 32 KiB
+/// writes; some clients send whole files).
+const MAX_FRAME: usize = 16 << 20;
+
+/// How the negotiated protocol frames and reports.
+#[derive(Debug, Clone, Copy)]
+struct Protocol {
+    /// `v5`: the client closes stdin with `[255, 0]`; kube-apiserver's
+    /// translator words the status.
+    v5: bool,
+    /// `v4`+: the status is a JSON `Status`; older: only a failure's text.
+    json_status: bool,
+    /// Text frames with a digit and base64 data.
+    base64: bool,
+}
+
+fn protocol(name: &str) -> Protocol {
+    Protocol {
+        v5: name == "v5.channel.k8s.io",
+        json_status: name.starts_with("v4.") || name.starts_with("v5."),
+        base64: name.contains("base64"),
+    }
+}
+
+/// The query's values of `name` in order (`command` repeats).
+fn values(req: &HttpRequest, name: &str) -> Vec<String> {
+    web::Query::<Vec<(String, String)>>::from_query(req.query_string())
+        .map(|q| q.into_inner())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(k, _)| k == name)
+        .map(|(_, v)| v)
+        .collect()
+}
+
+/// A stream flag: present and not `0` or `false`.
+fn flag(req: &HttpRequest, name: &str) -> bool {
+    values(req, name)
+        .last()
+        .is_some_and(|v| !matches!(v.as_str(), "0" | "false" | ""))
+}
+
+/// The container a stream targets, as upstream's `validateContainer` picks it.
+fn container(pod: &Value, asked: Option<&str>) -> Result<Value, ApiError> {
+    let name = obj::name(pod);
+    let all: Vec<&Value> = ["initContainers", "containers", "ephemeralContainers"]
+        .iter()
+        .filter_map(|f| pod["spec"][f].as_array())
+        .flatten()
+        .collect();
+    match asked {
+        Some(c) => all
+            .into_iter()
+            .find(|x| x["name"] == c)
+            .cloned()
+            .ok_or_else(|| {
+                ApiError::BadRequest(format!("container {c} is not valid for pod {name}"))
+            }),
+        None => {
+            let regular: Vec<&Value> = pod["spec"]["containers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .collect();
+            match regular.as_slice() {
+                [one] => Ok((*one).clone()),
+                [] => Err(ApiError::BadRequest(format!(
+                    "a container name must be specified for pod {name}"
+                ))),
+                _ => {
+                    let names: Vec<&str> = all.iter().filter_map(|c| c["name"].as_str()).collect();
+                    Err(ApiError::BadRequest(format!(
+                        "a container name must be specified for pod {name}, choose one of: [{}]",
+                        names.join(" ")
+                    )))
+                }
+            }
+        }
+    }
+}
+
+fn running(pod: &Value, name: &str) -> bool {
+    [
+        "containerStatuses",
+        "initContainerStatuses",
+        "ephemeralContainerStatuses",
+    ]
+    .iter()
+    .filter_map(|f| pod["status"][f].as_array())
+    .flatten()
+    .any(|s| s["name"] == name && s["state"].get("running").is_some())
+}
+
+/// GET (WebSocket) or POST (SPDY) on a streaming subresource.
+pub async fn serve(
+    ctx: &Ctx,
+    stream: Stream,
+    req: &HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, SubresourceError> {
+    if !matches!(req.method().as_str(), "GET" | "POST") {
+        return Err(ApiError::MethodNotAllowed.into());
+    }
+    let pod = ctx.object()?;
+    let name = obj::name(&pod).to_owned();
+    let target = match stream {
+        Stream::PortForward => None,
+        _ => Some(container(&pod, ctx.params.get("container"))?),
+    };
+    if pod["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
+        return Err(
+            ApiError::BadRequest(format!("pod {name} does not have a host assigned")).into(),
+        );
+    }
+    let Some(container) = target else {
+        tracing::info!(pod = %name, "port-forward refused: no containers run");
+        return Err(ApiError::BadRequest(format!(
+            "kemu simulates containers: port-forward is not supported (pod {}/{name})",
+            obj::namespace(&pod)
+        ))
+        .into());
+    };
+    let cname = container["name"].as_str().unwrap_or_default().to_owned();
+    if !running(&pod, &cname) {
+        return Err(ApiError::BadRequest(format!("container not found (\"{cname}\")")).into());
+    }
+    let tty = flag(req, "tty");
+    let stdin = flag(req, "stdin");
+    let stdout = flag(req, "stdout");
+    // With a terminal, stderr is merged into stdout (the kubelet drops it).
+    let stderr = flag(req, "stderr") && !tty;
+    if !(stdin || stdout || stderr) {
+        return Err(ApiError::BadRequest(
+            "you must specify at least 1 of stdin, stdout, stderr".into(),
+        )
+        .into());
+    }
+    let command = match stream {
+        Stream::Exec => {
+            let c = values(req, "command");
+            if c.is_empty() {
+                return Err(ApiError::BadRequest(
+                    "you must specify at least one command for the container".into(),
+                )
+                .into());
+            }
+            Some(c)
+        }
+        _ => attach_command(&container),
+    };
+    let websocket = crate::api::request::header(req, "upgrade").eq_ignore_ascii_case("websocket");
+    if !websocket {
+        return Err(ApiError::BadRequest(format!(
+            "kemu serves {} over WebSocket ({}); this client asked for another upgrade (SPDY)",
+            stream.name(),
+            PROTOCOLS[..2].join(", ")
+        ))
+        .into());
+    }
+    let offered: Vec<String> = crate::api::request::header(req, "sec-websocket-protocol")
+        .split(',')
+        .map(|p| p.trim().to_owned())
+        .filter(|p| !p.is_empty())
+        .collect();
+    let chosen = if offered.is_empty() {
+        Some("channel.k8s.io".to_owned())
+    } else {
+        offered
+            .iter()
+            .find(|p| PROTOCOLS.contains(&p.as_str()))
+            .cloned()
+    };
+    let Some(chosen) = chosen else {
+        return Err(ApiError::BadRequest(format!(
+            "requested protocol(s) are not supported: [{}]; supports [{}]",
+            offered.join(" "),
+            PROTOCOLS.join(" ")
+        ))
+        .into());
+    };
+    let node = pod["spec"]["nodeName"]
+        .as_str()
+        .and_then(|n| ctx.store.get(&ObjectKey::new("nodes", "", n)));
+    let vctx = volumes::Ctx {
+        store: ctx.store.as_ref(),
+        record: &ctx.record,
+        pod: &pod,
+        node: node.as_deref(),
+        now: ctx.now(),
+    };
+    let sandbox = ctx
+        .engine
+        .sandboxes(&ctx.record.id.to_string())
+        .open(&vctx, &container);
+    let (mut response, ws, messages) =
+        actix_ws::handle(req, payload).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    if !offered.is_empty()
+        && let Ok(v) = actix_web::http::header::HeaderValue::from_str(&chosen)
+    {
+        response
+            .headers_mut()
+            .insert(actix_web::http::header::SEC_WEBSOCKET_PROTOCOL, v);
+    }
+    tracing::info!(stream = stream.name(), pod = %name, container = %cname, protocol = %chosen, "stream opened");
+    let (ended_tx, ended_rx) = watch::channel(false);
+    let host = Arc::new(SessionHost {
+        clock: ctx.clock(),
+        handle: ctx.engine.background(),
+        ended: ended_rx,
+    });
+    let proto = protocol(&chosen);
+    let streams = Streams {
+        stdin,
+        stdout,
+        stderr,
+    };
+    actix_web::rt::spawn(pump(
+        ws, messages, proto, streams, command, tty, sandbox, host, ended_tx,
+    ));
+    Ok(response)
+}
+
+/// What an attach runs: the container's shell when it keeps stdin open and
+/// runs one (`kubectl run -it … -- sh`), else nothing to talk to.
+fn attach_command(container: &Value) -> Option<Vec<String>> {
+    let mut cmd: Vec<String> = ["command", "args"]
+        .iter()
+        .filter_map(|f| container[f].as_array())
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    if cmd.is_empty() {
+        let image = container["image"].as_str().unwrap_or_default();
+        let base = image
+            .rsplit('/')
+            .next()
+            .unwrap_or(image)
+            .split([':', '@'])
+            .next()
+            .unwrap_or_default();
+        if matches!(
+            base,
+            "busybox" | "alpine" | "ubuntu" | "debian" | "bash" | "fedora" | "centos"
+        ) {
+            cmd.push("sh".into());
+        }
+    }
+    (container["stdin"].as_bool() == Some(true) && session::interactive_shell(&cmd)).then_some(cmd)
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Streams {
+    stdin: bool,
+    stdout: bool,
+    stderr: bool,
+}
+
+/// The clock for a session's shell: sleeps end early when the stream does.
+struct SessionHost {
+    clock: SharedClock,
+    handle: tokio::runtime::Handle,
+    ended: watch::Receiver<bool>,
+}
+
+impl Host for SessionHost {
+    fn now(&self) -> i64 {
+        self.clock.now().timestamp()
+    }
+
+    fn sleep(&self, d: std::time::Duration) -> bool {
+        let mut ended = self.ended.clone();
+        let timer = self.clock.sleep(d);
+        self.handle.block_on(async move {
+            tokio::select! {
+                () = timer => true,
+                _ = ended.wait_for(|e| *e) => false,
+            }
+        })
+    }
+}
+
+fn frame(proto: Protocol, channel: u8, data: &[u8]) -> actix_ws::Message {
+    if proto.base64 {
+        let text = format!(
+            "{}{}",
+            char::from(b'0' + channel),
+            base64::engine::general_purpose::STANDARD.encode(data)
+        );
+        actix_ws::Message::Text(text.into())
+    } else {
+        let mut b = Vec::with_capacity(data.len() + 1);
+        b.push(channel);
+        b.extend_from_slice(data);
+        actix_ws::Message::Binary(b.into())
+    }
+}
+
+/// The status written on channel 3, as the kubelet (v4) or kube-apiserver's
+/// stream translator (v5) words it; `None` when nothing is written.
+fn status(proto: Protocol, command: &[String], end: &End) -> Option<String> {
+    let (doc, text) = match end {
+        End::Exit(0) => (json!({"metadata": {}, "status": "Success"}), None),
+        End::Exit(code) => {
+            let inner = if proto.v5 {
+                format!("command terminated with exit code {code}")
+            } else {
+                format!(
+                    "error executing command [{}], exit code {code}",
+                    command.join(" ")
+                )
+            };
+            let message = format!("command terminated with non-zero exit code: {inner}");
+            (
+                json!({"metadata": {}, "status": "Failure", "message": message, "reason": "NonZeroExitCode",
+                       "details": {"causes": [{"reason": "ExitCode", "message": code.to_string()}]}}),
+                Some(message),
+            )
+        }
+        End::NotFound(cmd) => {
+            let id = format!(
+                "{}{}",
+                uuid::Uuid::new_v4().simple(),
+                uuid::Uuid::new_v4().simple()
+            );
+            let cause = format!(
+                "error executing command in container: failed to exec in container: failed to start exec \"{id}\": OCI runtime exec failed: exec failed: unable to start container process: exec: \"{cmd}\": executable file not found in $PATH: unknown"
+            );
+            let message = if proto.v5 {
+                format!("Internal error occurred: Internal error occurred: {cause}")
+            } else {
+                format!("Internal error occurred: {cause}")
+            };
+            (
+                json!({"metadata": {}, "status": "Failure", "message": message, "reason": "InternalError",
+                       "details": {"causes": [{"message": cause}]}, "code": 500}),
+                Some(message),
+            )
+        }
+    };
+    if proto.json_status {
+        Some(doc.to_string())
+    } else {
+        text
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn pump(
+    mut ws: actix_ws::Session,
+    messages: actix_ws::MessageStream,
+    proto: Protocol,
+    streams: Streams,
+    command: Option<Vec<String>>,
+    tty: bool,
+    container: crate::exec::Container,
+    host: Arc<SessionHost>,
+    ended: watch::Sender<bool>,
+) {
+    let mut messages = messages.max_frame_size(MAX_FRAME);
+    // The kubelet's first write: an empty frame on the lowest output channel.
+    let first = if streams.stdout {
+        1
+    } else if streams.stderr {
+        2
+    } else {
+        3
+    };
+    if send(&mut ws, frame(proto, first, &[])).await.is_err() {
+        return;
+    }
+    let (events_tx, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let (stdin_tx, stdin_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    let mut stdin_tx = streams.stdin.then_some(stdin_tx);
+    let argv = command.clone().unwrap_or_default();
+    match command {
+        Some(command) => session::start(
+            container,
+            session::Request { command, tty },
+            streams.stdin.then_some(stdin_rx),
+            host,
+            events_tx,
+        ),
+        None => drop(events_tx),
+    }
+    let mut running = true;
+    loop {
+        tokio::select! {
+            msg = messages.next() => {
+                let Some(Ok(msg)) = msg else { break };
+                let data: Vec<u8> = match msg {
+                    actix_ws::Message::Binary(b) => b.to_vec(),
+                    // Upstream reads a text frame's bytes as a binary one's
+                    // (the Python client writes str stdin as text).
+                    actix_ws::Message::Text(t) if !proto.base64 => t.as_bytes().to_vec(),
+                    actix_ws::Message::Text(t) => {
+                        let t = t.as_bytes();
+                        let Some((&c, rest)) = t.split_first() else { continue };
+                        let Ok(mut d) = base64::engine::general_purpose::STANDARD.decode(rest) else { continue };
+                        d.insert(0, c.wrapping_sub(b'0'));
+                        d
+                    }
+                    actix_ws::Message::Ping(p) => {
+                        if ws.pong(&p).await.is_err() { break }
+                        continue;
+                    }
+                    actix_ws::Message::Close(_) => break,
+                    _ => continue,
+                };
+                match data.split_first() {
+                    Some((0, rest)) if !rest.is_empty() => {
+                        if let Some(tx) = &stdin_tx {
+                            let _ = tx.send(rest.to_vec());
+                        }
+                    }
+                    Some((255, [0])) if proto.v5 => stdin_tx = None,
+                    Some((255, _)) if proto.v5 => break,
+                    _ => {}
+                }
+            }
+            event = events.recv(), if running => {
+                match event {
+                    Some(Event::Stdout(b)) if streams.stdout => {
+                        if send(&mut ws, frame(proto, 1, &b)).await.is_err() { break }
+                    }
+                    Some(Event::Stderr(b)) if streams.stderr => {
+                        if send(&mut ws, frame(proto, 2, &b)).await.is_err() { break }
+                    }
+                    Some(Event::Stdout(_) | Event::Stderr(_)) => {}
+                    Some(Event::Done(end)) => {
+                        if let Some(s) = status(proto, &argv, &end) {
+                            let _ = send(&mut ws, frame(proto, 3, s.as_bytes())).await;
+                        }
+                        let _ = ws.close(Some(actix_ws::CloseCode::Normal.into())).await;
+                        let _ = ended.send(true);
+                        return;
+                    }
+                    None => running = false,
+                }
+            }
+        }
+    }
+    let _ = ended.send(true);
+    drop(stdin_tx);
+    let _ = ws.close(None).await;
+}
+
+async fn send(ws: &mut actix_ws::Session, msg: actix_ws::Message) -> Result<(), actix_ws::Closed> {
+    match msg {
+        actix_ws::Message::Binary(b) => ws.binary(b).await,
+        actix_ws::Message::Text(t) => ws.text(t).await,
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_statuses_are_worded_per_protocol() {
+        let v5 = protocol("v5.channel.k8s.io");
+        let v4 = protocol("v4.channel.k8s.io");
+        let cmd = vec!["sh".to_owned(), "-c".into(), "exit 3".into()];
+        assert_eq!(
+            status(v5, &cmd, &End::Exit(0)).unwrap(),
+            r#"{"metadata":{},"status":"Success"}"#
+        );
+        let s: Value = serde_json::from_str(&status(v5, &cmd, &End::Exit(3)).unwrap()).unwrap();
+        assert_eq!(
+            s["message"],
+            "command terminated with non-zero exit code: command terminated with exit code 3"
+        );
+        assert_eq!(
+            s["details"]["causes"][0],
+            json!({"reason": "ExitCode", "message": "3"})
+        );
+        let s: Value = serde_json::from_str(&status(v4, &cmd, &End::Exit(3)).unwrap()).unwrap();
+        assert_eq!(
+            s["message"],
+            "command terminated with non-zero exit code: error executing command [sh -c exit 3], exit code 3"
+        );
+        assert_eq!(
+            status(protocol("channel.k8s.io"), &cmd, &End::Exit(0)),
+            None
+        );
+    }
+
+    #[test]
+    fn containers_are_picked_as_upstream_picks_them() {
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a"}, {"name": "b"}]}});
+        assert_eq!(
+            container(&pod, None).unwrap_err().to_string(),
+            "a container name must be specified for pod p, choose one of: [a b]"
+        );
+        assert_eq!(
+            container(&pod, Some("x")).unwrap_err().to_string(),
+            "container x is not valid for pod p"
+        );
+        assert_eq!(container(&pod, Some("b")).unwrap()["name"], "b");
+    }
+}
