@@ -150,7 +150,7 @@ fn container_name(pod: &Value, wanted: Option<&str>) -> Result<String, ApiError>
 }
 
 /// The container's status, from any of the three status lists.
-fn container_status<'a>(pod: &'a Value, name: &str) -> Option<&'a Value> {
+pub(crate) fn container_status<'a>(pod: &'a Value, name: &str) -> Option<&'a Value> {
     [
         "containerStatuses",
         "initContainerStatuses",

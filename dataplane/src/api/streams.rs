@@ -146,15 +146,8 @@ fn container(pod: &Value, asked: Option<&str>) -> Result<Value, ApiError> {
 }
 
 fn running(pod: &Value, name: &str) -> bool {
-    [
-        "containerStatuses",
-        "initContainerStatuses",
-        "ephemeralContainerStatuses",
-    ]
-    .iter()
-    .filter_map(|f| pod["status"][f].as_array())
-    .flatten()
-    .any(|s| s["name"] == name && s["state"].get("running").is_some())
+    crate::api::log::container_status(pod, name)
+        .is_some_and(|s| s["state"].get("running").is_some())
 }
 
 /// GET (WebSocket) or POST (SPDY) on a streaming subresource.
@@ -297,13 +290,7 @@ fn attach_command(container: &Value) -> Option<Vec<String>> {
         .collect();
     if cmd.is_empty() {
         let image = container["image"].as_str().unwrap_or_default();
-        let base = image
-            .rsplit('/')
-            .next()
-            .unwrap_or(image)
-            .split([':', '@'])
-            .next()
-            .unwrap_or_default();
+        let base = volumes::image_name(image);
         if matches!(
             base,
             "busybox" | "alpine" | "ubuntu" | "debian" | "bash" | "fedora" | "centos"

@@ -280,13 +280,7 @@ pub fn image_root(ctx: &Ctx, image: &str, hostname: &str, now: i64) -> Node {
         &components("/", "/etc/group"),
         file("root:x:0:\nnobody:x:65534:\n".into()),
     );
-    let image_name = image
-        .rsplit('/')
-        .next()
-        .unwrap_or(image)
-        .split([':', '@'])
-        .next()
-        .unwrap_or_default();
+    let image_name = image_name(image);
     if image_name == "nginx" {
         put(
             &mut root,
@@ -302,6 +296,18 @@ pub fn image_root(ctx: &Ctx, image: &str, hostname: &str, now: i64) -> Node {
         );
     }
     root
+}
+
+/// An image's name without registry, path, tag or digest (`nginx` of
+/// `docker.io/library/nginx:1.27`).
+pub fn image_name(image: &str) -> &str {
+    image
+        .rsplit('/')
+        .next()
+        .unwrap_or(image)
+        .split([':', '@'])
+        .next()
+        .unwrap_or_default()
 }
 
 /// nginx's default page.
