@@ -330,6 +330,10 @@ impl Host for SessionHost {
             }
         })
     }
+
+    fn ended(&self) -> bool {
+        *self.ended.borrow()
+    }
 }
 
 fn frame(proto: Protocol, channel: u8, data: &[u8]) -> actix_ws::Message {

@@ -37,7 +37,15 @@ pub enum Errno {
     /// EBUSY (a mount point).
     #[error("Resource busy")]
     Busy,
+    /// ENAMETOOLONG: a path past [`PATH_MAX`] or a name past [`NAME_MAX`].
+    #[error("File name too long")]
+    NameTooLong,
 }
+
+/// Linux's longest path, in bytes; it also bounds how deep a tree can grow.
+pub const PATH_MAX: usize = 4096;
+/// Linux's longest file name, in bytes.
+pub const NAME_MAX: usize = 255;
 
 /// One entry of a tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -217,6 +225,12 @@ impl Fs {
     /// `path` with every link followed (the last one too when `follow_last`).
     pub fn resolve(&self, cwd: &str, path: &str, follow_last: bool) -> Result<Vec<String>, Errno> {
         let mut pending: Vec<String> = components(cwd, path);
+        if path.len() >= PATH_MAX
+            || pending.iter().map(|c| c.len() + 1).sum::<usize>() >= PATH_MAX
+            || pending.iter().any(|c| c.len() > NAME_MAX)
+        {
+            return Err(Errno::NameTooLong);
+        }
         let mut done: Vec<String> = Vec::new();
         let mut hops = 0;
         let mut i = 0;

@@ -95,13 +95,17 @@ pub fn start(
     host: Arc<dyn Host>,
     events: UnboundedSender<Event>,
 ) {
-    let spawned = std::thread::Builder::new().name("kemu-exec".into()).spawn({
-        let events = events.clone();
-        move || {
-            let end = run(container, &req, stdin, host, &events);
-            let _ = events.send(Event::Done(end));
-        }
-    });
+    let spawned = std::thread::Builder::new()
+        .name("kemu-exec".into())
+        // The shell recurses per nesting level (bounded by its depth limits).
+        .stack_size(64 << 20)
+        .spawn({
+            let events = events.clone();
+            move || {
+                let end = run(container, &req, stdin, host, &events);
+                let _ = events.send(Event::Done(end));
+            }
+        });
     if spawned.is_err() {
         let _ = events.send(Event::Done(End::Exit(126)));
     }

@@ -61,6 +61,8 @@ struct P<'a> {
     toks: Vec<Tok>,
     i: usize,
     sh: &'a Shell,
+    /// Unary operators and parentheses enclosing the current operand.
+    depth: usize,
 }
 
 impl P<'_> {
@@ -123,6 +125,16 @@ impl P<'_> {
     }
 
     fn unary(&mut self) -> Result<i64, String> {
+        if self.depth >= super::parse::MAX_DEPTH {
+            return Err("nested too deeply".into());
+        }
+        self.depth += 1;
+        let v = self.operand();
+        self.depth -= 1;
+        v
+    }
+
+    fn operand(&mut self) -> Result<i64, String> {
         if self.eat("-") {
             return Ok(self.unary()?.wrapping_neg());
         }
@@ -161,6 +173,7 @@ pub fn eval(expr: &str, sh: &Shell) -> Result<i64, String> {
         toks: lex(expr)?,
         i: 0,
         sh,
+        depth: 0,
     };
     if p.toks.is_empty() {
         return Ok(0);
@@ -186,5 +199,7 @@ mod tests {
         assert_eq!(eval("9223372036854775807 + 1", &sh), Ok(i64::MIN));
         assert!(eval("1 / 0", &sh).is_err());
         assert!(eval("1 +", &sh).is_err());
+        let deep = format!("{}1", "-(".repeat(100_000));
+        assert_eq!(eval(&deep, &sh), Err("nested too deeply".into()));
     }
 }

@@ -25,6 +25,11 @@ pub trait Host: Send + Sync {
     fn now(&self) -> i64;
     /// Sleeps on the cluster's clock; `false` when the session ended first.
     fn sleep(&self, d: Duration) -> bool;
+    /// The stream went away: a script still running (`while :; do :; done`)
+    /// stops instead of spinning on for no one.
+    fn ended(&self) -> bool {
+        false
+    }
 }
 
 /// Standard input: bytes pulled on demand from a source (a stream's stdin
@@ -176,7 +181,14 @@ pub struct Shell {
     errexit: bool,
     /// The images' commands that exist (`None`: every one of [`commands`]).
     pub available: Option<Vec<&'static str>>,
+    /// Command trees being run, enclosing ones included (`eval`, `$(…)`
+    /// and `sh -c` nest them; the copies a subshell makes carry it on).
+    depth: usize,
 }
+
+/// How deep running commands may nest before the shell gives up, as a
+/// real one would when its stack ran out (`x='eval "$x"'; eval "$x"`).
+const MAX_RUN_DEPTH: usize = 400;
 
 impl std::fmt::Debug for Shell {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -203,6 +215,7 @@ impl Shell {
             status: 0,
             errexit: false,
             available: None,
+            depth: 0,
         };
         for (k, v) in env {
             sh.set(k, v, true);
@@ -304,6 +317,20 @@ impl Shell {
 
     /// Runs a command tree.
     pub fn run(&mut self, cmd: &Cmd, io: &mut Io) -> Status {
+        if self.host.ended() {
+            return Err(Flow::Exit(129));
+        }
+        if self.depth >= MAX_RUN_DEPTH {
+            io.error("sh: nested too deeply");
+            return Err(Flow::Exit(2));
+        }
+        self.depth += 1;
+        let status = self.run_tree(cmd, io);
+        self.depth -= 1;
+        status
+    }
+
+    fn run_tree(&mut self, cmd: &Cmd, io: &mut Io) -> Status {
         let status = match cmd {
             Cmd::Simple {
                 assigns,
@@ -854,6 +881,31 @@ pub(crate) mod tests {
             String::from_utf8_lossy(&err).into_owned(),
             status,
         )
+    }
+
+    #[test]
+    fn nesting_and_long_names_are_refused_not_overflowed() {
+        // A session's thread has this stack; the limits must hold within it.
+        let checks = std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn(|| {
+                let mut sh = shell();
+                let too_deep = "sh: syntax error: nested too deeply\n";
+                let parens = format!("{}true", "( ".repeat(5000));
+                assert_eq!(run(&mut sh, &parens), (String::new(), too_deep.into(), 2));
+                let words = format!("echo {}x{}", "${X:-".repeat(5000), "}".repeat(5000));
+                assert_eq!(run(&mut sh, &words), (String::new(), too_deep.into(), 2));
+                assert_eq!(
+                    run(&mut sh, "x='eval \"$x\"'; eval \"$x\""),
+                    (String::new(), "sh: nested too deeply\n".into(), 2)
+                );
+                let (_, err, status) = run(&mut sh, &format!("touch /tmp/{}", "n".repeat(300)));
+                assert!(err.ends_with("File name too long\n"), "{err}");
+                assert_eq!(status, 1);
+                assert_eq!(run(&mut sh, "echo ok").0, "ok\n");
+            })
+            .unwrap();
+        checks.join().unwrap();
     }
 
     #[test]

@@ -18,7 +18,14 @@ pub enum SyntaxError {
     /// An unterminated quote.
     #[error("syntax error: unterminated quoted string")]
     Quote,
+    /// Constructs nested deeper than [`MAX_DEPTH`].
+    #[error("syntax error: nested too deeply")]
+    TooDeep,
 }
+
+/// How deep commands (`( ( …`) and `${x:-${y:-…}}` words may nest: the
+/// parser recurses once per level, and a session's stack is finite.
+pub const MAX_DEPTH: usize = 100;
 
 /// One piece of a word.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +130,8 @@ const OPS: &[&str] = &["&&", "||", ";;", ";", "&", "|", "(", ")"];
 struct Lexer<'a> {
     s: &'a [u8],
     i: usize,
+    /// How many `${…}` words enclose this one.
+    depth: usize,
 }
 
 impl Lexer<'_> {
@@ -389,9 +398,13 @@ impl Lexer<'_> {
                     .find(|o| rest.starts_with(*o))
                     .map(|o| o.len())
                     .ok_or_else(|| SyntaxError::Unexpected(format!("${{{inner}}}")))?;
+                    if self.depth >= MAX_DEPTH {
+                        return Err(SyntaxError::TooDeep);
+                    }
                     let word = Lexer {
                         s: &rest.as_bytes()[op_len..],
                         i: 0,
+                        depth: self.depth + 1,
                     }
                     .word()?;
                     Some((rest[..op_len].to_owned(), word))
@@ -434,9 +447,14 @@ pub fn parse(script: &str) -> Result<Cmd, SyntaxError> {
     let toks = Lexer {
         s: script.as_bytes(),
         i: 0,
+        depth: 0,
     }
     .tokens()?;
-    let mut p = Parser { toks, i: 0 };
+    let mut p = Parser {
+        toks,
+        i: 0,
+        depth: 0,
+    };
     let cmd = p.list(&[])?;
     match p.toks.get(p.i) {
         None => Ok(cmd),
@@ -456,6 +474,8 @@ fn show(t: &Tok) -> String {
 struct Parser {
     toks: Vec<Tok>,
     i: usize,
+    /// How many commands enclose the one being parsed.
+    depth: usize,
 }
 
 const KEYWORDS: &[&str] = &["then", "else", "elif", "fi", "do", "done", "}", "esac"];
@@ -562,6 +582,16 @@ impl Parser {
     }
 
     fn command(&mut self) -> Result<Cmd, SyntaxError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(SyntaxError::TooDeep);
+        }
+        self.depth += 1;
+        let cmd = self.compound_or_simple();
+        self.depth -= 1;
+        cmd
+    }
+
+    fn compound_or_simple(&mut self) -> Result<Cmd, SyntaxError> {
         match self.keyword() {
             Some("if") => {
                 self.i += 1;
