@@ -260,17 +260,12 @@ fn logs_are_synthetic_followed_on_the_clock_and_refused_as_upstream() {
 }
 
 #[test]
-fn port_forward_is_refused_clearly_and_exec_runs() {
+fn exec_runs_and_debug_adds_an_ephemeral_container() {
     let env = Env::new("exec", 1);
     env.apply("web.json", TWO_CONTAINERS);
     ok(env.k(&["wait", "--for=condition=Ready", "pod/web", "--timeout=60s"]));
     let root = ok(env.k(&["exec", "web", "-c", "a", "--", "ls", "/"]));
     assert!(root.contains("etc\n") && root.contains("tmp\n"), "{root}");
-    let err = fails(env.k(&["port-forward", "pod/web", "0:80"]));
-    assert!(
-        err.contains("kemu simulates containers: port-forward is not supported (pod default/web)"),
-        "{err}"
-    );
     let err = fails(env.k(&["exec", "missing", "--", "ls"]));
     assert!(err.contains("pods \"missing\" not found"), "{err}");
 

@@ -12,6 +12,8 @@
 //! - [`env`]: the environment as the kubelet computes it.
 //! - [`shell`]: the shell (grammar, expansion, the commands).
 //! - [`tar`]: `tar` as `kubectl cp` runs it.
+//! - [`ports`]: what answers on a Pod's ports (the servers of nginx, httpd
+//!   and agnhost) when a client port-forwards to it.
 //! - [`session`]: one exec or attach: the shell on its own thread, fed by a
 //!   stream's stdin, with a terminal's line discipline under `tty`.
 //!
@@ -25,6 +27,7 @@
 
 pub mod env;
 pub mod fs;
+pub mod ports;
 pub mod session;
 pub mod shell;
 pub mod tar;

@@ -1,19 +1,29 @@
-//! `pods/exec` and `pods/attach` over WebSocket into simulated containers
-//! ([`crate::exec`]), and `pods/portforward`, which no simulated container
-//! serves.
+//! `pods/exec`, `pods/attach` and `pods/portforward` into simulated
+//! containers ([`crate::exec`]).
 //!
 //! The checks come first, as upstream's `streamLocation` makes them: the Pod,
 //! then the container (upstream's 400s), then its Node; then, as the kubelet,
 //! that the container runs and a stream was asked for. The upgrade speaks
-//! the channel protocols kube-apiserver and the kubelet do:
-//! `v5.channel.k8s.io` (kubectl, client-go: stdin closed by a `[255, 0]`
-//! frame), `v4.channel.k8s.io` (the Python client, kube-rs), their base64
-//! forms and the older ones, picked in the client's order. Each frame is a
-//! channel byte (0 stdin, 1 stdout, 2 stderr, 3 status, 4 resize) and data;
-//! the status is the kubelet's `Status` (`NonZeroExitCode` with an
-//! `ExitCode` cause), written on channel 3 before a normal close. A request
-//! that is no WebSocket upgrade (SPDY, kubectl's fallback) gets a 400
-//! `Status`, which kubectl prints as `Error from server (BadRequest): …`.
+//! what kube-apiserver and the kubelet do:
+//!
+//! - WebSocket channels: `v5.channel.k8s.io` (kubectl, client-go: stdin
+//!   closed by a `[255, 0]` frame), `v4.channel.k8s.io` (the Python client,
+//!   kube-rs), their base64 forms and the older ones, picked in the client's
+//!   order. Each frame is a channel byte (0 stdin, 1 stdout, 2 stderr,
+//!   3 status, 4 resize) and data; the status is the kubelet's `Status`
+//!   (`NonZeroExitCode` with an `ExitCode` cause), written on channel 3
+//!   before a normal close.
+//! - SPDY/3.1 ([`spdy`]): client-go's SPDY executor and dialer
+//!   ([`spdy_exec`], [`forward`]), over the upgraded connection, and
+//!   kubectl's port-forward tunnelled in WebSocket messages ([`pipe`]).
+//! - Port-forward's WebSocket channels (`?ports=`, the Python client).
+//!
+//! A request that is no upgrade gets upstream's 400 `Upgrade request required`.
+
+mod forward;
+mod pipe;
+mod spdy;
+mod spdy_exec;
 
 use std::sync::Arc;
 
@@ -27,6 +37,7 @@ use tokio::sync::watch;
 use crate::api::subresources::{Ctx, SubresourceError};
 use crate::controllers::obj;
 use crate::error::ApiError;
+use crate::exec::ports::{self, Listeners};
 use crate::exec::session::{self, End, Event};
 use crate::exec::shell::Host;
 use crate::exec::volumes;
@@ -150,6 +161,131 @@ fn running(pod: &Value, name: &str) -> bool {
         .is_some_and(|s| s["state"].get("running").is_some())
 }
 
+/// How a client asked to stream.
+#[derive(Debug)]
+enum Transport {
+    /// A WebSocket offering these subprotocols.
+    WebSocket(Vec<String>),
+    /// `Upgrade: SPDY/3.1` offering these `X-Stream-Protocol-Version`s.
+    Spdy(Vec<String>),
+}
+
+/// The header the listener sets on a SPDY upgrade it let through as a
+/// streaming request ([`crate::listener`]).
+pub const SPDY_UPGRADE_MARK: &str = "kemu-upgrade";
+
+/// The SPDY exec protocols the kubelet serves, best first.
+const SPDY_PROTOCOLS: &[&str] = &[
+    "v4.channel.k8s.io",
+    "v3.channel.k8s.io",
+    "v2.channel.k8s.io",
+    "channel.k8s.io",
+];
+
+/// Port-forward's one SPDY protocol, and kube-apiserver's WebSocket tunnel of it.
+const PORT_FORWARD_PROTOCOL: &str = "portforward.k8s.io";
+const PORT_FORWARD_TUNNEL: &str = "SPDY/3.1+portforward.k8s.io";
+/// Port-forward's WebSocket channel protocols.
+const PORT_FORWARD_CHANNELS: &[&str] = &["v4.channel.k8s.io", "v4.base64.channel.k8s.io"];
+
+fn header_list(req: &HttpRequest, name: &str) -> Vec<String> {
+    req.headers()
+        .get_all(name)
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|p| p.trim().to_owned())
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+fn transport(req: &HttpRequest) -> Option<Transport> {
+    let upgrade = crate::api::request::header(req, "upgrade");
+    let mark = crate::api::request::header(req, SPDY_UPGRADE_MARK);
+    if upgrade.eq_ignore_ascii_case("SPDY/3.1") || mark.eq_ignore_ascii_case("SPDY/3.1") {
+        Some(Transport::Spdy(header_list(
+            req,
+            "x-stream-protocol-version",
+        )))
+    } else if upgrade.eq_ignore_ascii_case("websocket") {
+        Some(Transport::WebSocket(header_list(
+            req,
+            "sec-websocket-protocol",
+        )))
+    } else {
+        None
+    }
+}
+
+/// The first of the client's protocols the server speaks, as
+/// `httpstream.Handshake` picks it (`None`: the client named none), or
+/// its 403.
+fn negotiate(offered: &[String], served: &[&str]) -> Result<Option<String>, ApiError> {
+    if offered.is_empty() {
+        return Ok(None);
+    }
+    match offered.iter().find(|p| served.contains(&p.as_str())) {
+        Some(p) => Ok(Some(p.clone())),
+        None => Err(ApiError::Forbidden(format!(
+            "unable to upgrade: unable to negotiate protocol: client supports [{}], server accepts [{}]",
+            offered.join(" "),
+            served.join(" ")
+        ))),
+    }
+}
+
+/// The WebSocket subprotocol to answer with, of those served.
+fn websocket_protocol(offered: &[String], served: &[&str]) -> Result<String, ApiError> {
+    if offered.is_empty() {
+        return Ok("channel.k8s.io".to_owned());
+    }
+    offered
+        .iter()
+        .find(|p| served.contains(&p.as_str()))
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::BadRequest(format!(
+                "requested protocol(s) are not supported: [{}]; supports [{}]",
+                offered.join(" "),
+                served.join(" ")
+            ))
+        })
+}
+
+/// Opens a container's sandbox.
+fn open(ctx: &Ctx, pod: &Value, container: &Value) -> crate::exec::Container {
+    let node = pod["spec"]["nodeName"]
+        .as_str()
+        .and_then(|n| ctx.store.get(&ObjectKey::new("nodes", "", n)));
+    let vctx = volumes::Ctx {
+        store: ctx.store.as_ref(),
+        record: &ctx.record,
+        pod,
+        node: node.as_deref(),
+        now: ctx.now(),
+    };
+    ctx.engine
+        .sandboxes(&ctx.record.id.to_string())
+        .open(&vctx, container)
+}
+
+fn accept_websocket(
+    req: &HttpRequest,
+    payload: web::Payload,
+    offered: &[String],
+    chosen: &str,
+) -> Result<(HttpResponse, actix_ws::Session, actix_ws::MessageStream), ApiError> {
+    let (mut response, ws, messages) =
+        actix_ws::handle(req, payload).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    if !offered.is_empty()
+        && let Ok(v) = actix_web::http::header::HeaderValue::from_str(chosen)
+    {
+        response
+            .headers_mut()
+            .insert(actix_web::http::header::SEC_WEBSOCKET_PROTOCOL, v);
+    }
+    Ok((response, ws, messages))
+}
+
 /// GET (WebSocket) or POST (SPDY) on a streaming subresource.
 pub async fn serve(
     ctx: &Ctx,
@@ -171,13 +307,11 @@ pub async fn serve(
             ApiError::BadRequest(format!("pod {name} does not have a host assigned")).into(),
         );
     }
+    let Some(transport) = transport(req) else {
+        return Err(ApiError::BadRequest("Upgrade request required".into()).into());
+    };
     let Some(container) = target else {
-        tracing::info!(pod = %name, "port-forward refused: no containers run");
-        return Err(ApiError::BadRequest(format!(
-            "kemu simulates containers: port-forward is not supported (pod {}/{name})",
-            obj::namespace(&pod)
-        ))
-        .into());
+        return port_forward(ctx, req, payload, &pod, transport).map_err(Into::into);
     };
     let cname = container["name"].as_str().unwrap_or_default().to_owned();
     if !running(&pod, &cname) {
@@ -207,76 +341,114 @@ pub async fn serve(
         }
         _ => attach_command(&container),
     };
-    let websocket = crate::api::request::header(req, "upgrade").eq_ignore_ascii_case("websocket");
-    if !websocket {
-        return Err(ApiError::BadRequest(format!(
-            "kemu serves {} over WebSocket ({}); this client asked for another upgrade (SPDY)",
-            stream.name(),
-            PROTOCOLS[..2].join(", ")
-        ))
-        .into());
-    }
-    let offered: Vec<String> = crate::api::request::header(req, "sec-websocket-protocol")
-        .split(',')
-        .map(|p| p.trim().to_owned())
-        .filter(|p| !p.is_empty())
-        .collect();
-    let chosen = if offered.is_empty() {
-        Some("channel.k8s.io".to_owned())
-    } else {
-        offered
-            .iter()
-            .find(|p| PROTOCOLS.contains(&p.as_str()))
-            .cloned()
+    let streams = Streams {
+        stdin,
+        stdout,
+        stderr,
     };
-    let Some(chosen) = chosen else {
-        return Err(ApiError::BadRequest(format!(
-            "requested protocol(s) are not supported: [{}]; supports [{}]",
-            offered.join(" "),
-            PROTOCOLS.join(" ")
-        ))
-        .into());
-    };
-    let node = pod["spec"]["nodeName"]
-        .as_str()
-        .and_then(|n| ctx.store.get(&ObjectKey::new("nodes", "", n)));
-    let vctx = volumes::Ctx {
-        store: ctx.store.as_ref(),
-        record: &ctx.record,
-        pod: &pod,
-        node: node.as_deref(),
-        now: ctx.now(),
-    };
-    let sandbox = ctx
-        .engine
-        .sandboxes(&ctx.record.id.to_string())
-        .open(&vctx, &container);
-    let (mut response, ws, messages) =
-        actix_ws::handle(req, payload).map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    if !offered.is_empty()
-        && let Ok(v) = actix_web::http::header::HeaderValue::from_str(&chosen)
-    {
-        response
-            .headers_mut()
-            .insert(actix_web::http::header::SEC_WEBSOCKET_PROTOCOL, v);
-    }
-    tracing::info!(stream = stream.name(), pod = %name, container = %cname, protocol = %chosen, "stream opened");
     let (ended_tx, ended_rx) = watch::channel(false);
     let host = Arc::new(SessionHost {
         clock: ctx.clock(),
         handle: ctx.engine.background(),
         ended: ended_rx,
     });
-    let proto = protocol(&chosen);
-    let streams = Streams {
-        stdin,
-        stdout,
-        stderr,
-    };
-    actix_web::rt::spawn(pump(
-        ws, messages, proto, streams, command, tty, sandbox, host, ended_tx,
-    ));
-    Ok(response)
+    match transport {
+        Transport::WebSocket(offered) => {
+            let chosen = websocket_protocol(&offered, PROTOCOLS)?;
+            let sandbox = open(ctx, &pod, &container);
+            let (response, ws, messages) = accept_websocket(req, payload, &offered, &chosen)?;
+            tracing::info!(stream = stream.name(), pod = %name, container = %cname, protocol = %chosen, "stream opened");
+            actix_web::rt::spawn(pump(
+                ws,
+                messages,
+                protocol(&chosen),
+                streams,
+                command,
+                tty,
+                sandbox,
+                host,
+                ended_tx,
+            ));
+            Ok(response)
+        }
+        Transport::Spdy(offered) => {
+            let chosen = negotiate(&offered, SPDY_PROTOCOLS)?;
+            let version = chosen.as_deref().unwrap_or("channel.k8s.io");
+            let resize = matches!(version, "v4.channel.k8s.io" | "v3.channel.k8s.io");
+            let sandbox = open(ctx, &pod, &container);
+            let (response, pipe) = pipe::upgrade(chosen.as_deref(), payload);
+            tracing::info!(stream = stream.name(), pod = %name, container = %cname, protocol = %version, "SPDY stream opened");
+            actix_web::rt::spawn(spdy_exec::serve(
+                pipe,
+                protocol(version),
+                resize,
+                streams,
+                command,
+                tty,
+                sandbox,
+                host,
+                ended_tx,
+            ));
+            Ok(response)
+        }
+    }
+}
+
+/// `pods/portforward` over any of its transports.
+fn port_forward(
+    ctx: &Ctx,
+    req: &HttpRequest,
+    payload: web::Payload,
+    pod: &Value,
+    transport: Transport,
+) -> Result<HttpResponse, ApiError> {
+    let name = obj::name(pod).to_owned();
+    let mut listeners = Listeners::new(obj::uid(pod));
+    for c in pod["spec"]["containers"].as_array().into_iter().flatten() {
+        if let Some((port, server)) = ports::server(c)
+            && running(pod, c["name"].as_str().unwrap_or_default())
+        {
+            listeners.add(port, server, open(ctx, pod, c));
+        }
+    }
+    let clock = ctx.clock();
+    match transport {
+        Transport::Spdy(offered) => {
+            let chosen = negotiate(&offered, &[PORT_FORWARD_PROTOCOL])?;
+            let (response, pipe) = pipe::upgrade(chosen.as_deref(), payload);
+            tracing::info!(pod = %name, "port-forward opened (SPDY)");
+            actix_web::rt::spawn(forward::spdy(pipe, listeners, name, clock));
+            Ok(response)
+        }
+        Transport::WebSocket(offered) if offered.iter().any(|p| p == PORT_FORWARD_TUNNEL) => {
+            let (response, ws, messages) =
+                accept_websocket(req, payload, &offered, PORT_FORWARD_TUNNEL)?;
+            tracing::info!(pod = %name, "port-forward opened (SPDY over WebSocket)");
+            let pipe = pipe::websocket(ws, messages);
+            actix_web::rt::spawn(forward::spdy(pipe, listeners, name, clock));
+            Ok(response)
+        }
+        Transport::WebSocket(offered) => {
+            let ports = forward::ports(&values(req, "ports")).map_err(ApiError::BadRequest)?;
+            let chosen = if offered.is_empty() {
+                "v4.channel.k8s.io".to_owned()
+            } else {
+                websocket_protocol(&offered, PORT_FORWARD_CHANNELS)?
+            };
+            let (response, ws, messages) = accept_websocket(req, payload, &offered, &chosen)?;
+            tracing::info!(pod = %name, protocol = %chosen, "port-forward opened (WebSocket)");
+            actix_web::rt::spawn(forward::channels(
+                ws,
+                messages,
+                protocol(&chosen),
+                ports,
+                listeners,
+                name,
+                clock,
+            ));
+            Ok(response)
+        }
+    }
 }
 
 /// What an attach runs: the container's shell when it keeps stdin open and
@@ -350,6 +522,21 @@ fn frame(proto: Protocol, channel: u8, data: &[u8]) -> actix_ws::Message {
         b.extend_from_slice(data);
         actix_ws::Message::Binary(b.into())
     }
+}
+
+/// A text frame's channel and bytes: base64 after a digit on the base64
+/// protocols, else the text's bytes (upstream reads a text frame as a
+/// binary one; the Python client writes str stdin as text).
+fn decode_text(proto: Protocol, t: &[u8]) -> Option<Vec<u8>> {
+    if !proto.base64 {
+        return Some(t.to_vec());
+    }
+    let (&c, rest) = t.split_first()?;
+    let mut d = base64::engine::general_purpose::STANDARD
+        .decode(rest)
+        .ok()?;
+    d.insert(0, c.wrapping_sub(b'0'));
+    Some(d)
 }
 
 /// The status written on channel 3, as the kubelet (v4) or kube-apiserver's
@@ -446,16 +633,10 @@ async fn pump(
                 let Some(Ok(msg)) = msg else { break };
                 let data: Vec<u8> = match msg {
                     actix_ws::Message::Binary(b) => b.to_vec(),
-                    // Upstream reads a text frame's bytes as a binary one's
-                    // (the Python client writes str stdin as text).
-                    actix_ws::Message::Text(t) if !proto.base64 => t.as_bytes().to_vec(),
-                    actix_ws::Message::Text(t) => {
-                        let t = t.as_bytes();
-                        let Some((&c, rest)) = t.split_first() else { continue };
-                        let Ok(mut d) = base64::engine::general_purpose::STANDARD.decode(rest) else { continue };
-                        d.insert(0, c.wrapping_sub(b'0'));
-                        d
-                    }
+                    actix_ws::Message::Text(t) => match decode_text(proto, t.as_bytes()) {
+                        Some(d) => d,
+                        None => continue,
+                    },
                     actix_ws::Message::Ping(p) => {
                         if ws.pong(&p).await.is_err() { break }
                         continue;
