@@ -29,8 +29,8 @@ pub enum Handler {
     /// `pods/ephemeralcontainers`, `pods/resize`: a Pod whose writes may
     /// change only some fields.
     PodView(pod_views::View),
-    /// `pods/exec`, `pods/attach`: streams into simulated containers;
-    /// `pods/portforward`: refused.
+    /// `pods/exec`, `pods/attach`, `pods/portforward`: streams into
+    /// simulated containers.
     Stream(streams::Stream),
     /// `serviceaccounts/token`: TokenRequest.
     Token,

@@ -12,7 +12,12 @@ use std::collections::HashMap;
 use std::net::TcpListener;
 use std::sync::Arc;
 
-use actix_web::{App, HttpServer, dev::ServerHandle};
+use actix_http::{HttpService, Protocol};
+use actix_service::{IntoServiceFactory as _, ServiceFactoryExt as _, map_config};
+use actix_tls::accept::rustls_0_23::{Acceptor, TlsStream};
+use actix_web::App;
+use actix_web::dev::{AppConfig, Extensions, ServerHandle};
+use actix_web::rt::net::TcpStream;
 use kemu_shared::{ClusterRecord, ClusterRegistry, Config, DataPlaneHook};
 use parking_lot::Mutex;
 use thiserror::Error;
@@ -21,6 +26,10 @@ use tokio::sync::{mpsc, oneshot};
 use crate::authz::Mode;
 use crate::engine::{ClusterContext, Engine};
 use crate::identity;
+
+mod spdy_upgrade;
+
+use self::spdy_upgrade::SpdyUpgrade;
 
 /// What starting or driving the data plane can fail with.
 #[derive(Debug, Error)]
@@ -230,26 +239,49 @@ fn start_server(
     id: String,
     engine: Engine,
     listener: TcpListener,
-    tls: rustls::ServerConfig,
+    mut tls: rustls::ServerConfig,
 ) -> std::io::Result<ServerHandle> {
-    let server = HttpServer::new(move || {
-        let cluster = ClusterContext { id: id.clone() };
-        let engine = engine.clone();
-        App::new()
-            .wrap(actix_web::middleware::from_fn(crate::auth::authenticate))
-            .wrap(actix_web::middleware::from_fn(
-                crate::api::recover::catch_panics,
-            ))
-            .configure(move |cfg| engine.configure(cfg, cluster))
-    })
-    // One worker per cluster: a cluster's traffic is light, and many clusters
-    // share two cores.
-    .workers(1)
-    .disable_signals()
-    .shutdown_timeout(0)
-    .on_connect(identity::on_connect)
-    .listen_rustls_0_23(listener, tls)?
-    .run();
+    let mut protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    protocols.extend(std::mem::take(&mut tls.alpn_protocols));
+    tls.alpn_protocols = protocols;
+    let acceptor = Acceptor::new(tls);
+    let name = format!("kemu-cluster-{id}");
+    // actix-web's HttpServer, spelled out to put SpdyUpgrade between TLS
+    // and HTTP.
+    let server = actix_server::Server::build()
+        // One worker per cluster: a cluster's traffic is light, and many
+        // clusters share two cores.
+        .workers(1)
+        .disable_signals()
+        .shutdown_timeout(0)
+        .listen(name, listener, move || {
+            let cluster = ClusterContext { id: id.clone() };
+            let engine = engine.clone();
+            let app = App::new()
+                .wrap(actix_web::middleware::from_fn(crate::auth::authenticate))
+                .wrap(actix_web::middleware::from_fn(
+                    crate::api::recover::catch_panics,
+                ))
+                .configure(move |cfg| engine.configure(cfg, cluster));
+            let http = HttpService::build()
+                .on_connect_ext(
+                    |io: &SpdyUpgrade<TlsStream<TcpStream>>, ext: &mut Extensions| {
+                        identity::on_connect(io.get_ref() as &dyn std::any::Any, ext)
+                    },
+                )
+                .finish(map_config(app.into_factory(), |()| AppConfig::default()));
+            acceptor
+                .clone()
+                .map_err(|e| tracing::debug!(error = ?e, "TLS handshake"))
+                .and_then(|io: TlsStream<TcpStream>| async move {
+                    let h2 = io.get_ref().1.alpn_protocol() == Some(b"h2");
+                    let protocol = if h2 { Protocol::Http2 } else { Protocol::Http1 };
+                    let peer = io.get_ref().0.peer_addr().ok();
+                    Ok((SpdyUpgrade::new(io, !h2), protocol, peer))
+                })
+                .and_then(http.map_err(|e| tracing::debug!(error = ?e, "connection")))
+        })?
+        .run();
     let handle = server.handle();
     actix_rt::spawn(server);
     Ok(handle)
