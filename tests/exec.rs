@@ -398,3 +398,41 @@ async fn kube_rs_attach_params_exec_with_stdin() {
     assert_eq!(code.as_deref(), Some("9"));
     drop(env);
 }
+
+#[test]
+fn exec_needs_create_on_pods_exec_as_upstream_asks_of_a_websocket() {
+    let env = Env::new("exec-rbac");
+    let rbac = r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: peek}
+rules:
+- {apiGroups: [""], resources: [pods, pods/exec], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: peek}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: peek}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+"#;
+    let path = env.k.file("rbac.yaml", rbac);
+    env.k.ok(&["apply", "-f", &path]);
+    let (_, err, code) = env.exec(&["--as=alice", "web", "-c", "a", "--", "true"], None);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(
+            "User \"alice\" cannot create resource \"pods/exec\" in API group \"\" in the namespace \"default\""
+        ),
+        "{err}"
+    );
+    env.k.ok(&[
+        "patch",
+        "role",
+        "peek",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/rules/-","value":{"apiGroups":[""],"resources":["pods/exec"],"verbs":["create"]}}]"#,
+    ]);
+    let (out, err, code) = env.exec(&["--as=alice", "web", "-c", "a", "--", "echo", "in"], None);
+    assert_eq!((out.as_str(), code), ("in\n", 0), "{err}");
+}

@@ -86,8 +86,21 @@ fn authorize(
         Err(Refusal::Forbidden(forbidden)) => return Ok(Err(forbidden)),
     };
     let (method, path, query) = (req.method().as_str(), req.path(), req.query_string());
+    // A WebSocket stream is a GET, but it creates as much as the POST a
+    // SPDY client sends: upstream (AuthorizePodWebsocketUpgradeCreatePermission,
+    // on since 1.31) asks for `create` as well.
+    let websocket_stream = method == "GET"
+        && crate::api::request::header(req.request(), "upgrade").eq_ignore_ascii_case("websocket")
+        && path.starts_with("/api/v1/namespaces/")
+        && ["/exec", "/attach", "/portforward"]
+            .iter()
+            .any(|s| path.ends_with(s));
     Ok(
         authz::check_request(mode, &source, user.clone(), method, path, query)
+            .and_then(|a| match websocket_stream {
+                true => authz::check_request(mode, &source, user.clone(), "POST", path, query),
+                false => Ok(a),
+            })
             .map(|_| (user.clone(), grants))
             .map_err(|rbac| match &record {
                 Some(record) => {
