@@ -10,9 +10,10 @@ use std::collections::HashMap;
 use futures_util::StreamExt as _;
 use kemu_shared::SharedClock;
 
+use super::Protocol;
+use super::channel::{frame, send};
 use super::pipe::Pipe;
 use super::spdy::{CANCEL, Decoder, Encoder, Frame};
-use super::{Protocol, frame};
 use crate::exec::ports::{Connection, Listeners};
 
 /// The kubelet's words for a connection the Pod refused.
@@ -220,7 +221,7 @@ pub async fn channels(
         };
         let data = match msg {
             actix_ws::Message::Binary(b) => b.to_vec(),
-            actix_ws::Message::Text(t) => match super::decode_text(proto, t.as_bytes()) {
+            actix_ws::Message::Text(t) => match super::channel::decode_text(proto, t.as_bytes()) {
                 Some(d) => d,
                 None => continue,
             },
@@ -261,10 +262,6 @@ pub async fn channels(
 fn channel_pair(i: usize) -> (u8, u8) {
     let data = u8::try_from(i * 2).unwrap_or(u8::MAX - 1);
     (data, data.saturating_add(1))
-}
-
-async fn send(ws: &mut actix_ws::Session, msg: actix_ws::Message) -> Result<(), actix_ws::Closed> {
-    super::send(ws, msg).await
 }
 
 #[cfg(test)]

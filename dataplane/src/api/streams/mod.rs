@@ -20,6 +20,7 @@
 //!
 //! A request that is no upgrade gets upstream's 400 `Upgrade request required`.
 
+mod channel;
 mod forward;
 mod pipe;
 mod spdy;
@@ -28,8 +29,6 @@ mod spdy_exec;
 use std::sync::Arc;
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use base64::Engine as _;
-use futures_util::StreamExt as _;
 use kemu_shared::SharedClock;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -38,7 +37,7 @@ use crate::api::subresources::{Ctx, SubresourceError};
 use crate::controllers::obj;
 use crate::error::ApiError;
 use crate::exec::ports::{self, Listeners};
-use crate::exec::session::{self, End, Event};
+use crate::exec::session::{self, End};
 use crate::exec::shell::Host;
 use crate::exec::volumes;
 use crate::store::ObjectKey;
@@ -358,7 +357,7 @@ pub async fn serve(
             let sandbox = open(ctx, &pod, &container);
             let (response, ws, messages) = accept_websocket(req, payload, &offered, &chosen)?;
             tracing::info!(stream = stream.name(), pod = %name, container = %cname, protocol = %chosen, "stream opened");
-            actix_web::rt::spawn(pump(
+            actix_web::rt::spawn(channel::pump(
                 ws,
                 messages,
                 protocol(&chosen),
@@ -507,38 +506,6 @@ impl Host for SessionHost {
         *self.ended.borrow()
     }
 }
-
-fn frame(proto: Protocol, channel: u8, data: &[u8]) -> actix_ws::Message {
-    if proto.base64 {
-        let text = format!(
-            "{}{}",
-            char::from(b'0' + channel),
-            base64::engine::general_purpose::STANDARD.encode(data)
-        );
-        actix_ws::Message::Text(text.into())
-    } else {
-        let mut b = Vec::with_capacity(data.len() + 1);
-        b.push(channel);
-        b.extend_from_slice(data);
-        actix_ws::Message::Binary(b.into())
-    }
-}
-
-/// A text frame's channel and bytes: base64 after a digit on the base64
-/// protocols, else the text's bytes (upstream reads a text frame as a
-/// binary one; the Python client writes str stdin as text).
-fn decode_text(proto: Protocol, t: &[u8]) -> Option<Vec<u8>> {
-    if !proto.base64 {
-        return Some(t.to_vec());
-    }
-    let (&c, rest) = t.split_first()?;
-    let mut d = base64::engine::general_purpose::STANDARD
-        .decode(rest)
-        .ok()?;
-    d.insert(0, c.wrapping_sub(b'0'));
-    Some(d)
-}
-
 /// The status written on channel 3, as the kubelet (v4) or kube-apiserver's
 /// stream translator (v5) words it; `None` when nothing is written.
 fn status(proto: Protocol, command: &[String], end: &End) -> Option<String> {
@@ -587,109 +554,6 @@ fn status(proto: Protocol, command: &[String], end: &End) -> Option<String> {
         text
     }
 }
-
-#[allow(clippy::too_many_arguments)]
-async fn pump(
-    mut ws: actix_ws::Session,
-    messages: actix_ws::MessageStream,
-    proto: Protocol,
-    streams: Streams,
-    command: Option<Vec<String>>,
-    tty: bool,
-    container: crate::exec::Container,
-    host: Arc<SessionHost>,
-    ended: watch::Sender<bool>,
-) {
-    let mut messages = messages.max_frame_size(MAX_FRAME);
-    // The kubelet's first write: an empty frame on the lowest output channel.
-    let first = if streams.stdout {
-        1
-    } else if streams.stderr {
-        2
-    } else {
-        3
-    };
-    if send(&mut ws, frame(proto, first, &[])).await.is_err() {
-        return;
-    }
-    let (events_tx, mut events) = tokio::sync::mpsc::unbounded_channel();
-    let (stdin_tx, stdin_rx) = std::sync::mpsc::channel::<Vec<u8>>();
-    let mut stdin_tx = streams.stdin.then_some(stdin_tx);
-    let argv = command.clone().unwrap_or_default();
-    match command {
-        Some(command) => session::start(
-            container,
-            session::Request { command, tty },
-            streams.stdin.then_some(stdin_rx),
-            host,
-            events_tx,
-        ),
-        None => drop(events_tx),
-    }
-    let mut running = true;
-    loop {
-        tokio::select! {
-            msg = messages.next() => {
-                let Some(Ok(msg)) = msg else { break };
-                let data: Vec<u8> = match msg {
-                    actix_ws::Message::Binary(b) => b.to_vec(),
-                    actix_ws::Message::Text(t) => match decode_text(proto, t.as_bytes()) {
-                        Some(d) => d,
-                        None => continue,
-                    },
-                    actix_ws::Message::Ping(p) => {
-                        if ws.pong(&p).await.is_err() { break }
-                        continue;
-                    }
-                    actix_ws::Message::Close(_) => break,
-                    _ => continue,
-                };
-                match data.split_first() {
-                    Some((0, rest)) if !rest.is_empty() => {
-                        if let Some(tx) = &stdin_tx {
-                            let _ = tx.send(rest.to_vec());
-                        }
-                    }
-                    Some((255, [0])) if proto.v5 => stdin_tx = None,
-                    Some((255, _)) if proto.v5 => break,
-                    _ => {}
-                }
-            }
-            event = events.recv(), if running => {
-                match event {
-                    Some(Event::Stdout(b)) if streams.stdout => {
-                        if send(&mut ws, frame(proto, 1, &b)).await.is_err() { break }
-                    }
-                    Some(Event::Stderr(b)) if streams.stderr => {
-                        if send(&mut ws, frame(proto, 2, &b)).await.is_err() { break }
-                    }
-                    Some(Event::Stdout(_) | Event::Stderr(_)) => {}
-                    Some(Event::Done(end)) => {
-                        if let Some(s) = status(proto, &argv, &end) {
-                            let _ = send(&mut ws, frame(proto, 3, s.as_bytes())).await;
-                        }
-                        let _ = ws.close(Some(actix_ws::CloseCode::Normal.into())).await;
-                        let _ = ended.send(true);
-                        return;
-                    }
-                    None => running = false,
-                }
-            }
-        }
-    }
-    let _ = ended.send(true);
-    drop(stdin_tx);
-    let _ = ws.close(None).await;
-}
-
-async fn send(ws: &mut actix_ws::Session, msg: actix_ws::Message) -> Result<(), actix_ws::Closed> {
-    match msg {
-        actix_ws::Message::Binary(b) => ws.binary(b).await,
-        actix_ws::Message::Text(t) => ws.text(t).await,
-        _ => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -508,4 +508,23 @@ mod tests {
         ));
         assert!(matches!(d.next_frame(), Err(SpdyError::Headers(_))));
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 2000, failure_persistence: None, ..Default::default() })]
+
+        /// Whatever a peer sends, in whatever pieces, is a frame, an error or a wait.
+        #[test]
+        fn any_bytes_are_frames_errors_or_waits(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512),
+            cut in 1usize..64,
+        ) {
+            let mut d = Decoder::default();
+            let mut wire = control(SYN_STREAM, 0, &[0, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
+            wire.extend(data);
+            for piece in wire.chunks(cut) {
+                d.push(piece);
+                while let Ok(Some(_)) = d.next_frame() {}
+            }
+        }
+    }
 }
