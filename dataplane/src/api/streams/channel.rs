@@ -4,14 +4,12 @@
 //! frame, pings answered, the v5 close of stdin, and the status on channel
 //! 3 before a normal close.
 
-use std::sync::Arc;
-
 use base64::Engine as _;
 use futures_util::StreamExt as _;
 use tokio::sync::watch;
 
-use super::{MAX_FRAME, Protocol, SessionHost, Streams, status};
-use crate::exec::session::{self, Event};
+use super::{MAX_FRAME, Protocol, Session, status};
+use crate::exec::session::Event;
 
 pub(super) fn frame(proto: Protocol, channel: u8, data: &[u8]) -> actix_ws::Message {
     if proto.base64 {
@@ -44,18 +42,14 @@ pub(super) fn decode_text(proto: Protocol, t: &[u8]) -> Option<Vec<u8>> {
     Some(d)
 }
 
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn pump(
     mut ws: actix_ws::Session,
     messages: actix_ws::MessageStream,
     proto: Protocol,
-    streams: Streams,
-    command: Option<Vec<String>>,
-    tty: bool,
-    container: crate::exec::Container,
-    host: Arc<SessionHost>,
+    session: Session,
     ended: watch::Sender<bool>,
 ) {
+    let streams = session.streams;
     let mut messages = messages.max_frame_size(MAX_FRAME);
     // The kubelet's first write: an empty frame on the lowest output channel.
     let first = if streams.stdout {
@@ -68,20 +62,10 @@ pub(super) async fn pump(
     if send(&mut ws, frame(proto, first, &[])).await.is_err() {
         return;
     }
-    let (events_tx, mut events) = tokio::sync::mpsc::unbounded_channel();
     let (stdin_tx, stdin_rx) = std::sync::mpsc::channel::<Vec<u8>>();
     let mut stdin_tx = streams.stdin.then_some(stdin_tx);
-    let argv = command.clone().unwrap_or_default();
-    match command {
-        Some(command) => session::start(
-            container,
-            session::Request { command, tty },
-            streams.stdin.then_some(stdin_rx),
-            host,
-            events_tx,
-        ),
-        None => drop(events_tx),
-    }
+    let argv = session.argv();
+    let mut events = session.start(Some(stdin_rx));
     let mut running = true;
     loop {
         tokio::select! {

@@ -357,15 +357,18 @@ pub async fn serve(
             let sandbox = open(ctx, &pod, &container);
             let (response, ws, messages) = accept_websocket(req, payload, &offered, &chosen)?;
             tracing::info!(stream = stream.name(), pod = %name, container = %cname, protocol = %chosen, "stream opened");
+            let session = Session {
+                streams,
+                command,
+                tty,
+                container: sandbox,
+                host,
+            };
             actix_web::rt::spawn(channel::pump(
                 ws,
                 messages,
                 protocol(&chosen),
-                streams,
-                command,
-                tty,
-                sandbox,
-                host,
+                session,
                 ended_tx,
             ));
             Ok(response)
@@ -377,15 +380,18 @@ pub async fn serve(
             let sandbox = open(ctx, &pod, &container);
             let (response, pipe) = pipe::upgrade(chosen.as_deref(), payload);
             tracing::info!(stream = stream.name(), pod = %name, container = %cname, protocol = %version, "SPDY stream opened");
+            let session = Session {
+                streams,
+                command,
+                tty,
+                container: sandbox,
+                host,
+            };
             actix_web::rt::spawn(spdy_exec::serve(
                 pipe,
                 protocol(version),
                 resize,
-                streams,
-                command,
-                tty,
-                sandbox,
-                host,
+                session,
                 ended_tx,
             ));
             Ok(response)
@@ -470,6 +476,45 @@ fn attach_command(container: &Value) -> Option<Vec<String>> {
         }
     }
     (container["stdin"].as_bool() == Some(true) && session::interactive_shell(&cmd)).then_some(cmd)
+}
+
+/// One exec or attach, to start once its transport is ready.
+struct Session {
+    streams: Streams,
+    command: Option<Vec<String>>,
+    tty: bool,
+    container: crate::exec::Container,
+    host: Arc<SessionHost>,
+}
+
+impl Session {
+    /// The command's words, for its status.
+    fn argv(&self) -> Vec<String> {
+        self.command.clone().unwrap_or_default()
+    }
+
+    /// Starts the command on its thread, reading `stdin`; an attach with
+    /// nothing to talk to starts none and its events end at once.
+    fn start(
+        self,
+        stdin: Option<std::sync::mpsc::Receiver<Vec<u8>>>,
+    ) -> tokio::sync::mpsc::UnboundedReceiver<session::Event> {
+        let (events_tx, events) = tokio::sync::mpsc::unbounded_channel();
+        match self.command {
+            Some(command) => session::start(
+                self.container,
+                session::Request {
+                    command,
+                    tty: self.tty,
+                },
+                stdin.filter(|_| self.streams.stdin),
+                self.host,
+                events_tx,
+            ),
+            None => drop(events_tx),
+        }
+        events
+    }
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -6,12 +6,10 @@
 //! on the error stream (v4: a JSON `Status`, success included; older: a
 //! failure's text only) and `GOAWAY`.
 
-use std::sync::Arc;
-
 use super::pipe::Pipe;
 use super::spdy::{Decoder, Encoder, Frame};
-use super::{Protocol, SessionHost, Streams, status};
-use crate::exec::session::{self, Event};
+use super::{Protocol, Session, status};
+use crate::exec::session::Event;
 
 #[derive(Debug, Default)]
 struct Ids {
@@ -23,18 +21,14 @@ struct Ids {
 }
 
 /// Runs one exec or attach on a SPDY connection.
-#[allow(clippy::too_many_arguments)]
 pub async fn serve(
     mut pipe: Pipe,
     proto: Protocol,
     resize: bool,
-    streams: Streams,
-    command: Option<Vec<String>>,
-    tty: bool,
-    container: crate::exec::Container,
-    host: Arc<SessionHost>,
+    session: Session,
     ended: tokio::sync::watch::Sender<bool>,
 ) {
+    let (streams, tty) = (session.streams, session.tty);
     let mut dec = Decoder::default();
     let mut enc = Encoder::default();
     let mut ids = Ids::default();
@@ -45,15 +39,14 @@ pub async fn serve(
         + usize::from(streams.stderr)
         + usize::from(tty && resize);
     let mut opened = 0;
-    let (events_tx, mut events) = tokio::sync::mpsc::unbounded_channel();
+    // Stdin that arrives with the last stream waits here for the start.
     let (stdin_tx, stdin_rx) = std::sync::mpsc::channel::<Vec<u8>>();
     let mut stdin_tx = streams.stdin.then_some(stdin_tx);
     let mut stdin_rx = Some(stdin_rx);
-    let argv = command.clone().unwrap_or_default();
-    let mut command = command;
-    let mut container = Some(container);
-    let mut events_tx = Some(events_tx);
-    let mut running = false;
+    let argv = session.argv();
+    let mut session = Some(session);
+    let mut events = None;
+    let mut quiet = false;
     loop {
         tokio::select! {
             chunk = pipe.rx.recv() => {
@@ -110,23 +103,13 @@ pub async fn serve(
                 if !pipe.send(out).await {
                     break;
                 }
-                if !running && opened >= expected {
-                    running = true;
-                    let (Some(c), Some(tx)) = (container.take(), events_tx.take()) else { break };
-                    match command.take() {
-                        Some(command) => session::start(
-                            c,
-                            session::Request { command, tty },
-                            stdin_rx.take().filter(|_| streams.stdin),
-                            host.clone(),
-                            tx,
-                        ),
-                        // An attach to a container with nothing to talk to.
-                        None => drop(tx),
-                    }
+                if opened >= expected
+                    && let Some(s) = session.take()
+                {
+                    events = Some(s.start(stdin_rx.take()));
                 }
             }
-            event = events.recv(), if running => {
+            event = next(events.as_mut()), if events.is_some() && !quiet => {
                 let out = match event {
                     Some(Event::Stdout(b)) => ids.stdout.map(|id| Encoder::data(id, &b, false)),
                     Some(Event::Stderr(b)) => ids.stderr.map(|id| Encoder::data(id, &b, false)),
@@ -145,7 +128,7 @@ pub async fn serve(
                         return;
                     }
                     None => {
-                        running = false;
+                        quiet = true;
                         None
                     }
                 };
@@ -158,4 +141,12 @@ pub async fn serve(
         }
     }
     let _ = ended.send(true);
+}
+
+/// The session's next event (never, before it starts).
+async fn next(events: Option<&mut tokio::sync::mpsc::UnboundedReceiver<Event>>) -> Option<Event> {
+    match events {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
 }
