@@ -89,17 +89,19 @@ fn authorize(
     // A WebSocket stream is a GET, but it creates as much as the POST a
     // SPDY client sends: upstream (AuthorizePodWebsocketUpgradeCreatePermission,
     // on since 1.31) asks for `create` as well.
-    let websocket_stream = method == "GET"
-        && crate::api::request::header(req.request(), "upgrade").eq_ignore_ascii_case("websocket")
-        && path.starts_with("/api/v1/namespaces/")
-        && ["/exec", "/attach", "/portforward"]
-            .iter()
-            .any(|s| path.ends_with(s));
+    let websocket =
+        crate::api::request::header(req.request(), "upgrade").eq_ignore_ascii_case("websocket");
     Ok(
         authz::check_request(mode, &source, user.clone(), method, path, query)
-            .and_then(|a| match websocket_stream {
-                true => authz::check_request(mode, &source, user.clone(), "POST", path, query),
-                false => Ok(a),
+            .and_then(|a| {
+                let stream = a.verb == "get"
+                    && a.api_group.is_empty()
+                    && a.resource == "pods"
+                    && matches!(a.subresource.as_str(), "exec" | "attach" | "portforward");
+                match websocket && stream {
+                    true => authz::check_request(mode, &source, user.clone(), "POST", path, query),
+                    false => Ok(a),
+                }
             })
             .map(|_| (user.clone(), grants))
             .map_err(|rbac| match &record {
