@@ -270,3 +270,76 @@ fn a_client_certificate_webpki_cannot_read_is_a_401_not_a_tls_abort() {
     // The cluster's own credentials still work.
     c.ok(&["get", "namespaces"]);
 }
+
+/// A request outlives its deadline (here a webhook that never answers): the
+/// client gets upstream's 504 on the cluster's clock, nothing is stored, and
+/// the cluster serves on. A `?timeout=` Go cannot parse is a 400.
+#[test]
+fn a_request_past_its_deadline_is_a_504_and_the_cluster_serves_on() {
+    use kemu::shared::{Clock as _, FakeClock, SystemClock};
+    // kubectl checks certificates against wall time: the fake clock starts there.
+    let clock = FakeClock::new(SystemClock.now());
+    let c = KubectlCluster::with_kemu(
+        kemu::Kemu::builder().clock(clock.clone()).build().unwrap(),
+        eks_spec_with_pool("deadline", 1, "m5.large"),
+    );
+    // With no timeout of its own, kubectl leaves the URL's.
+    let err = c.fails(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces?timeout=1",
+        "--request-timeout=0",
+    ]);
+    assert!(
+        err.contains(
+            "Error from server (BadRequest): invalid timeout specified in the request URL - \
+             time: missing unit in duration \"1\""
+        ),
+        "{err}"
+    );
+
+    // A webhook that takes the connection and never answers, within its own
+    // 30 s allowance.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let (accepted, taken) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while let Ok((conn, _)) = silent.accept() {
+            held.push(conn);
+            let _ = accepted.send(());
+        }
+    });
+    let hook = c.file(
+        "hook.yaml",
+        &format!(
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n\
+             metadata: {{name: silent}}\nwebhooks:\n- name: silent.kemu.test\n  \
+             admissionReviewVersions: [v1]\n  sideEffects: None\n  timeoutSeconds: 30\n  \
+             clientConfig: {{url: \"https://127.0.0.1:{port}/validate\"}}\n  \
+             rules: [{{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [configmaps]}}]\n"
+        ),
+    );
+    c.ok(&["apply", "-f", &hook]);
+    std::thread::scope(|s| {
+        // kubectl sends its --request-timeout (20s) as ?timeout=20s.
+        let create = s.spawn(|| c.run(&["create", "configmap", "slow", "--from-literal=a=b"]));
+        taken.recv().unwrap();
+        // Still serving while that request waits.
+        assert_eq!(c.ok(&["get", "--raw", "/readyz"]), "ok");
+        clock.advance(std::time::Duration::from_secs(20));
+        let out = create.join().unwrap();
+        assert!(!out.status.success(), "{}", common::text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(
+                "error: failed to create configmap: Timeout: request did not complete within the allotted timeout"
+            ),
+            "{err}"
+        );
+    });
+    let err = c.fails(&["get", "configmap", "slow"]);
+    assert!(err.contains("NotFound"), "{err}");
+    c.ok(&["delete", "validatingwebhookconfiguration", "silent"]);
+    c.ok(&["create", "configmap", "fast", "--from-literal=a=b"]);
+}

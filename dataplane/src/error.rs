@@ -105,6 +105,9 @@ pub enum ApiError {
     /// The caller must retry later (e.g. an eviction a PodDisruptionBudget blocks).
     #[error("{0}")]
     TooManyRequests(String),
+    /// The request outlived its deadline (`--request-timeout`, `?timeout=`).
+    #[error("Timeout: {0}")]
+    Timeout(String),
     /// Something kemu itself failed at.
     #[error("{0}")]
     Internal(String),
@@ -159,6 +162,7 @@ impl ApiError {
             ApiError::Gone(_) | ApiError::ContinueExpired(..) => "Expired",
             ApiError::TooLarge(_) => "RequestEntityTooLarge",
             ApiError::TooManyRequests(_) => "TooManyRequests",
+            ApiError::Timeout(_) => "Timeout",
             ApiError::Internal(_) => "InternalError",
             ApiError::Refused(status) => match status["reason"].as_str() {
                 Some("Forbidden") => "Forbidden",
@@ -185,7 +189,11 @@ impl ApiError {
             ApiError::Invalid { target, causes, .. } => details(target, Some(causes)),
             // Upstream's `NewNotFound`/`NewMethodNotSupported` of an empty
             // group-resource: details present, every field empty.
-            ApiError::PatchRejected | ApiError::NotFound | ApiError::MethodNotAllowed => json!({}),
+            // `NewTimeoutError`'s details hold a zero retryAfterSeconds.
+            ApiError::PatchRejected
+            | ApiError::NotFound
+            | ApiError::MethodNotAllowed
+            | ApiError::Timeout(_) => json!({}),
             ApiError::ApplyConflict { causes, .. } => json!({ "causes": causes_json(causes) }),
             _ => Value::Null,
         };
@@ -258,6 +266,7 @@ impl ResponseError for ApiError {
             ApiError::Gone(_) | ApiError::ContinueExpired(..) => StatusCode::GONE,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             ApiError::Internal(_) | ApiError::Unclassified(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Refused(status) => status["code"]
                 .as_u64()

@@ -9,7 +9,7 @@
 //!
 //! Cases per target: `CASES` (`PROPTEST_CASES` overrides it).
 
-use kemu_dataplane::api::{options, protobuf, request, selectors};
+use kemu_dataplane::api::{deadline, options, protobuf, request, selectors};
 use kemu_dataplane::authz::admission::quantity::Quantity;
 use kemu_dataplane::controllers::{cronjob, obj};
 use kemu_dataplane::exec::{Container, fs, ports};
@@ -147,8 +147,10 @@ proptest! {
     #[test]
     fn durations_times_and_cidrs_parse_or_are_refused(s in input(r"0-9.hmsunµTZ:+\-/", &[
         "1h30m", "500ms", "99999999999999999999h", "2026-12-07T06:55:10Z", "10.0.0.0/16", "2026-12-07T06:55:10.123+01:00",
+        "-9223372036854775808ns", ".5µs", "1.0000000000000000000001h",
     ])) {
         let _ = obj::parse_duration(&s);
+        let _ = deadline::parse_go_duration(&s);
         let _ = obj::parse_time(&s);
         if let Some(c) = Cidr::parse(&s) {
             let _ = c.usable();

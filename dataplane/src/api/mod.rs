@@ -6,6 +6,7 @@ use crate::error::ApiError;
 
 pub mod admission;
 pub mod binding;
+pub mod deadline;
 pub mod delete;
 pub mod discovery;
 pub mod eviction;

@@ -260,6 +260,9 @@ fn start_server(
             let app = App::new()
                 .wrap(actix_web::middleware::from_fn(crate::auth::authenticate))
                 .wrap(actix_web::middleware::from_fn(
+                    crate::api::deadline::deadline,
+                ))
+                .wrap(actix_web::middleware::from_fn(
                     crate::api::recover::catch_panics,
                 ))
                 .configure(move |cfg| engine.configure(cfg, cluster));
