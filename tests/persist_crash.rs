@@ -109,7 +109,12 @@ fn create_clusters(sb: &Sandbox, kemu: &Kemu) -> (Kubeconfigs, Value) {
     );
     let gke = sb.path("kubeconfig");
 
-    // AKS, through az.
+    let aks = create_aks(sb, kemu);
+    (Kubeconfigs { eks, gke, aks }, described)
+}
+
+/// An AKS cluster `crash` through az; its kubeconfig (a client certificate).
+fn create_aks(sb: &Sandbox, kemu: &Kemu) -> std::path::PathBuf {
     let ca = Path::new(&kemu.ready.ca_bundle);
     let out = login(
         sb,
@@ -151,7 +156,7 @@ fn create_clusters(sb: &Sandbox, kemu: &Kemu) -> (Kubeconfigs, Value) {
             aks.to_str().unwrap(),
         ],
     );
-    (Kubeconfigs { eks, gke, aks }, described)
+    aks
 }
 
 #[test]
@@ -316,5 +321,112 @@ fn kill_9_loses_no_acknowledged_write() {
         "eks",
         &["get", "configmap", "after-restart"],
     );
+    kemu.stop();
+}
+
+/// Rounds of the kill -9 loop.
+const ROUNDS: usize = 8;
+
+/// Pods' names and phases, and the ReplicaSet controller's create and delete
+/// Events (their counts summed).
+fn pods_and_rs_events(sb: &Sandbox, kubeconfig: &Path) -> (BTreeSet<String>, bool, u64, u64) {
+    let pods: Value = serde_json::from_slice(&must(
+        sb.kubectl(kubeconfig, &["get", "pods", "-l", "app=web", "-o", "json"]),
+        "get pods",
+    ))
+    .unwrap();
+    let items = pods["items"].as_array().cloned().unwrap_or_default();
+    let running = items.iter().all(|p| p["status"]["phase"] == "Running");
+    let names = items
+        .iter()
+        .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_owned))
+        .collect();
+    let events: Value = serde_json::from_slice(&must(
+        sb.kubectl(kubeconfig, &["get", "events", "-o", "json"]),
+        "get events",
+    ))
+    .unwrap();
+    let count = |reason: &str| -> u64 {
+        events["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["involvedObject"]["kind"] == "ReplicaSet" && e["reason"] == reason)
+            .map(|e| e["count"].as_u64().unwrap_or(1))
+            .sum()
+    };
+    (
+        names,
+        running,
+        count("SuccessfulCreate"),
+        count("SuccessfulDelete"),
+    )
+}
+
+/// kill -9 in a loop, each time after a different number of acknowledged
+/// writes: after every restart each acknowledged write is there, and the
+/// Deployment's Pods are the same Pods, created once and never deleted (the
+/// controllers resume from the stored state instead of acting twice).
+#[test]
+fn a_kill_9_loop_loses_no_write_and_controllers_do_not_act_twice() {
+    let sb = Sandbox::new();
+    let data = sb.path("data");
+    let data_arg = data.to_str().unwrap().to_owned();
+    let args = ["--data-dir", &data_arg, "--compact-after", "65536"];
+    let run = sb.path("run");
+    let ports = Ports::free();
+    let mut kemu = Kemu::start(&ports, &run, &args);
+    let kc = create_aks(&sb, &kemu);
+    must(
+        sb.kubectl(
+            &kc,
+            &[
+                "create",
+                "deployment",
+                "web",
+                "--image=nginx",
+                "--replicas=3",
+            ],
+        ),
+        "create deployment",
+    );
+    must(
+        sb.kubectl(
+            &kc,
+            &["rollout", "status", "deployment/web", "--timeout=60s"],
+        ),
+        "rollout",
+    );
+    let (pods, running, created, deleted) = pods_and_rs_events(&sb, &kc);
+    assert!(running && pods.len() == 3, "{pods:?}");
+    assert_eq!((created, deleted), (3, 0));
+
+    let mut acked = BTreeSet::new();
+    for round in 0..ROUNDS {
+        // Between 1 and 60 acknowledgements, a different count each round.
+        let cut = 1 + (round * 37) % 60;
+        let mut stream = python_writes(&sb, &kc, &format!("r{round}"), 1_000_000)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(stream.stdout.take().unwrap()).lines();
+        for line in lines.by_ref().take(cut) {
+            acked.insert(line.unwrap());
+        }
+        kemu.kill9();
+        acked.extend(lines.map_while(Result::ok));
+        let _ = stream.wait();
+
+        kemu = Kemu::start(&ports, &run, &args);
+        let stored = names(&must(
+            sb.kubectl(&kc, &["get", "configmaps", "-o", "json"]),
+            "get configmaps",
+        ));
+        let missing: Vec<_> = acked.difference(&stored).collect();
+        assert!(missing.is_empty(), "round {round}: lost {missing:?}");
+        let after = pods_and_rs_events(&sb, &kc);
+        assert_eq!(after, (pods.clone(), true, 3, 0), "round {round}");
+    }
     kemu.stop();
 }
