@@ -160,8 +160,32 @@ async fn arm_conventions_and_long_running_operations_on_the_clock() {
     let (status, _) = json_of(http.get(&no_auth).send().await.unwrap()).await;
     assert_eq!(status, 404, "the refused PUT stored nothing");
 
-    // Resource groups: 201 then 200, found under any casing, id as first written.
+    // A location that is no Azure region is refused before anything exists.
     let rg = format!("{arm}/subscriptions/{SUB}/resourcegroups/MyRG?{V}");
+    let (status, body) = json_of(
+        http.put(&rg)
+            .json(&json!({ "location": "mars" }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body["error"]["code"],
+        "LocationNotAvailableForResourceGroup"
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("The provided location 'mars' is not available for resource group. List of available regions is 'australiacentral,"),
+        "{body}"
+    );
+    let (status, _) = json_of(http.get(&rg).send().await.unwrap()).await;
+    assert_eq!(status, 404, "the refused PUT stored nothing");
+
+    // Resource groups: 201 then 200, found under any casing, id as first written.
     let put = http
         .put(&rg)
         .json(&json!({ "location": "westeurope" }))
@@ -232,6 +256,28 @@ async fn arm_conventions_and_long_running_operations_on_the_clock() {
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (404, Some("ResourceGroupNotFound"))
+    );
+
+    // A cluster whose location is no region: ARM's 400, and no cluster.
+    let mut on_mars = cluster_body("sys");
+    on_mars["location"] = json!("Mars \u{0}");
+    let (status, body) = json_of(
+        http.put(format!("{}?{V}", cluster_url(&arm, "myrg", "c1")))
+            .json(&on_mars)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("LocationNotAvailableForResourceType"))
+    );
+    assert!(
+        body["error"]["message"].as_str().unwrap().starts_with(
+            "The provided location 'Mars \u{0}' is not available for resource type 'Microsoft.ContainerService/managedClusters'."
+        ),
+        "{body}"
     );
 
     // Create: 201, Creating, an absolute operation URL echoing the api-version.

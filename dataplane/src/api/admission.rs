@@ -73,20 +73,6 @@ impl From<Forbidden> for ApiError {
     }
 }
 
-/// A `Warning` header value, as kube-apiserver writes one: code 299, no
-/// agent, the text quoted.
-pub fn warning_header(text: &str) -> String {
-    let quoted: String = text
-        .chars()
-        .flat_map(|c| match c {
-            '"' | '\\' => vec!['\\', c],
-            c if c.is_control() => vec![' '],
-            c => vec![c],
-        })
-        .collect();
-    format!("299 - \"{quoted}\"")
-}
-
 /// TaintNodesByCondition: a new Node is not ready until its `Ready`
 /// condition says so (the node lifecycle controller,
 /// [`crate::controllers::node_taints`], takes the taint off then).

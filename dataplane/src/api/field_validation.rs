@@ -151,7 +151,7 @@ fn join(path: &str, key: &str) -> String {
 
 /// One strict-decoding problem, worded as upstream.
 fn unknown(path: &str) -> String {
-    format!("unknown field \"{path}\"")
+    format!("unknown field {}", options::go_quote(path))
 }
 
 /// Parses JSON while finding unknown and duplicate fields.
@@ -471,9 +471,26 @@ pub fn go_format(v: &Value) -> String {
     }
 }
 
-/// A `Warning` header value for one message: `299 - "…"`.
+/// A `Warning` header value for one message, as upstream's
+/// `NewWarningHeader` writes it: `299 - "…"` with `"` and `\` escaped. A
+/// control character, which no header value may hold, is a space (as Go's
+/// server writes a line break).
 pub fn warning_header(message: &str) -> String {
-    format!("299 - {}", options::go_quote(message))
+    let mut out = String::with_capacity(message.len() + 8);
+    out.push_str("299 - \"");
+    for c in message.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\t' => out.push(c),
+            c if c.is_ascii_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 #[cfg(test)]

@@ -72,9 +72,50 @@ pub fn parse_int(s: &str) -> Result<i64, String> {
     })
 }
 
-/// Go's `%q` of a string (what upstream's messages quote values with).
+/// Go's `%q` of a string (`strconv.Quote`, what upstream's messages quote
+/// values with): `"` and `\` escaped, control characters as `\n`, `\x7f`,
+/// `\u0085`, and characters Go does not print (spaces other than U+0020,
+/// format characters, private use, non-characters) as `\u…`.
 pub fn go_quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if c < ' ' || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c if !go_prints(c) && u32::from(c) < 0x10000 => {
+                out.push_str(&format!("\\u{:04x}", u32::from(c)));
+            }
+            c if !go_prints(c) => out.push_str(&format!("\\U{:08x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Go's `strconv.IsPrint`, near enough: letters, marks, numbers, punctuation,
+/// symbols and U+0020, so not controls, other spaces, the common format
+/// characters, private use or non-characters.
+fn go_prints(c: char) -> bool {
+    let n = u32::from(c);
+    c == ' '
+        || !(c.is_control()
+            || c.is_whitespace()
+            || matches!(n, 0xad | 0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x180e
+                | 0x200b..=0x200f | 0x202a..=0x202e | 0x2060..=0x2064 | 0x2066..=0x206f
+                | 0xfeff | 0xfff9..=0xfffb | 0xe000..=0xf8ff | 0xf0000..=0x10ffff)
+            || (n & 0xfffe) == 0xfffe)
 }
 
 /// `field.NotSupported` of a `[]string` value.
@@ -201,6 +242,22 @@ pub fn check_list(params: &Params, watch: bool) -> Result<(), ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_are_quoted_as_gos_strconv_quote() {
+        let cases = [
+            ("plain", r#""plain""#),
+            ("a\"b\\c", r#""a\"b\\c""#),
+            ("s\u{7f}lector", r#""s\x7flector""#),
+            ("\u{1}\n\t\u{7}", r#""\x01\n\t\a""#),
+            ("\u{85}\u{a0}\u{200b}", r#""\u0085\u00a0\u200b""#),
+            ("é💥", "\"é💥\""),
+            ("\u{f0000}", r#""\U000f0000""#),
+        ];
+        for (s, want) in cases {
+            assert_eq!(go_quote(s), want, "{s:?}");
+        }
+    }
 
     #[test]
     fn bad_dry_run_reads_as_upstream() {

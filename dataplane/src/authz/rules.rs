@@ -145,10 +145,7 @@ impl PolicyRule {
     }
 }
 
-/// Go's `%q` of a string (enough for names: escapes `"` and `\`).
-pub fn go_quote(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
-}
+pub use crate::api::options::go_quote;
 
 /// Go's `%q` of a string slice: `["a" "b"]`.
 pub fn go_quote_list(l: &[String]) -> String {

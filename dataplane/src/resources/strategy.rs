@@ -142,7 +142,9 @@ fn prepare_custom(
         schema::apply_defaults(&spec.schema, object);
         let mut removed = Vec::new();
         schema::prune(&spec.schema, object, "", &mut removed);
-        let unknown_fields = removed.iter().map(|f| format!("unknown field \"{f}\""));
+        let unknown_fields = removed
+            .iter()
+            .map(|f| format!("unknown field {}", crate::api::options::go_quote(f)));
         match unknown {
             UnknownFields::Refuse if !removed.is_empty() => {
                 return Err(ApiError::BadRequest(format!(

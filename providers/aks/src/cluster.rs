@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use crate::agentpool::{self, PoolSet};
 use crate::render::{self, Extra};
 use crate::router::{ClusterPath, GroupPath};
-use crate::{Aks, Ctx, Error, group, operation, versions};
+use crate::{Aks, Ctx, Error, group, location, operation, versions};
 
 const KIND: &str = "Microsoft.ContainerService/managedClusters";
 
@@ -252,9 +252,9 @@ fn create(
     let location = body["location"]
         .as_str()
         .filter(|l| !l.is_empty())
-        .ok_or(Error::LocationRequired)?
-        .to_ascii_lowercase()
-        .replace(' ', "");
+        .ok_or(Error::LocationRequired)?;
+    let location =
+        location::for_resource(location, "Microsoft.ContainerService/managedClusters")?.to_owned();
     let group = group::find(aks, &path.subscription, &path.resource_group)?;
     let scope = OwnerScope::Aks {
         subscription: group.subscription.clone(),

@@ -41,6 +41,23 @@ pub enum Error {
     /// `location` is missing on a create.
     #[error("The 'location' property is required for this definition.")]
     LocationRequired,
+    /// A resource's `location` is no Azure region.
+    #[error(
+        "The provided location '{location}' is not available for resource type '{resource_type}'. List of available regions for the resource type is '{regions}'.",
+        regions = crate::location::REGIONS.join(",")
+    )]
+    LocationNotAvailableForResourceType {
+        /// The location given.
+        location: String,
+        /// e.g. `Microsoft.ContainerService/managedClusters`.
+        resource_type: String,
+    },
+    /// A resource group's `location` is no Azure region.
+    #[error(
+        "The provided location '{0}' is not available for resource group. List of available regions is '{regions}'.",
+        regions = crate::location::REGIONS.join(",")
+    )]
+    LocationNotAvailableForResourceGroup(String),
     /// A parameter is invalid.
     #[error("{0}")]
     InvalidParameter(String),
@@ -127,6 +144,12 @@ impl Error {
             Error::MissingApiVersion => Wire::Arm(S::BAD_REQUEST, "MissingApiVersionParameter"),
             Error::InvalidRequestContent(_) => Wire::Arm(S::BAD_REQUEST, "InvalidRequestContent"),
             Error::LocationRequired => Wire::Arm(S::BAD_REQUEST, "LocationRequired"),
+            Error::LocationNotAvailableForResourceType { .. } => {
+                Wire::Arm(S::BAD_REQUEST, "LocationNotAvailableForResourceType")
+            }
+            Error::LocationNotAvailableForResourceGroup(_) => {
+                Wire::Arm(S::BAD_REQUEST, "LocationNotAvailableForResourceGroup")
+            }
             Error::InvalidParameter(_) => Wire::Arm(S::BAD_REQUEST, "InvalidParameter"),
             Error::InvalidResourceGroupLocation { .. } => {
                 Wire::Arm(S::CONFLICT, "InvalidResourceGroupLocation")

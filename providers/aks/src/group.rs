@@ -40,6 +40,7 @@ pub fn put(aks: &Aks, path: &GroupPath, body: &Value) -> Result<HttpResponse, Er
         .as_str()
         .filter(|l| !l.is_empty())
         .ok_or(Error::LocationRequired)?;
+    crate::location::for_group(location)?;
     let tags = match &body["tags"] {
         Value::Null => json!({}),
         t @ Value::Object(_) => t.clone(),

@@ -20,6 +20,7 @@
 //! - [`identity`]: cloud metadata, OpenID configuration, the token endpoint
 //!   (JWT access tokens), subscriptions and tenants.
 //! - [`group`]: resource groups.
+//! - [`location`]: Azure's regions, which every `location` must name.
 //! - [`cluster`]: managed clusters, credentials, power state, upgrade profile.
 //! - [`agentpool`]: agent pools, one source of truth with `agentPoolProfiles`.
 //! - [`operation`]: long-running operations (`Azure-AsyncOperation`, `Location`).
@@ -39,6 +40,7 @@ pub mod cluster;
 pub mod error;
 pub mod group;
 pub mod identity;
+pub mod location;
 pub mod operation;
 pub mod persist;
 pub mod render;
