@@ -14,7 +14,7 @@ mod common;
 mod eks_support;
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{Sandbox, eks_signed, eks_spec};
 use kemu::Kemu;
@@ -646,7 +646,7 @@ async fn generated_bad_input_is_refused_in_each_apis_format_and_stores_nothing()
             if !ct.is_empty() {
                 req = req.header("content-type", &ct);
             }
-            let started = Instant::now();
+            let started = kemu::SystemClock::instant();
             let resp = req.send().await.unwrap();
             let status = resp.status().as_u16();
             let headers = resp.headers().clone();

@@ -186,6 +186,12 @@ pub fn put(aks: &Aks, ctx: &Ctx, path: &ClusterPath, body: &Value) -> Result<Htt
     let tags = parse_tags(body)?;
     let (status, record) = match find(aks, path) {
         Ok(existing) => {
+            // A PUT replaces the whole resource: its location too is required.
+            let location = body["location"]
+                .as_str()
+                .filter(|l| !l.is_empty())
+                .ok_or(Error::LocationRequired)?;
+            location::for_resource(location, "Microsoft.ContainerService/managedClusters")?;
             require_idle(&existing)?;
             if versions::key(minor) < versions::key(&existing.version) {
                 return Err(Error::OperationNotAllowed(format!(

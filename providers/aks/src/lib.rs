@@ -146,7 +146,15 @@ impl Aks {
             if body.is_empty() {
                 return Ok(Value::Object(Default::default()));
             }
-            serde_json::from_slice(body).map_err(|e| Error::InvalidRequestContent(e.to_string()))
+            match serde_json::from_slice(body) {
+                Ok(v @ Value::Object(_)) => Ok(v),
+                // Every ARM body is an object; ARM's deserializer says so.
+                Ok(v) => Err(Error::InvalidRequestContent(format!(
+                    "Error converting value {v} to type 'Resource'. Path '', line 1, position {}.",
+                    body.len()
+                ))),
+                Err(e) => Err(Error::InvalidRequestContent(e.to_string())),
+            }
         };
         use Endpoint as E;
         match endpoint {
