@@ -309,10 +309,18 @@ fn bases(kube: &str, eks: &str, gke: &str, arm: &str) -> Vec<Base> {
         "{arm}/subscriptions/{sub}/resourceGroups/bad/providers/Microsoft.ContainerService"
     );
     let v = "api-version=2026-06-01";
-    let k8s_names = |url: String| Watch::Collection {
-        url,
-        items: "/items",
-        name: "/metadata/name",
+    // A Kubernetes create, watched by the names in its collection.
+    let create = |collection: String, body: Value| Base {
+        api: Api::Kubernetes,
+        method: "POST",
+        url: collection.clone(),
+        content_type: "application/json",
+        body,
+        watch: Watch::Collection {
+            url: collection,
+            items: "/items",
+            name: "/metadata/name",
+        },
     };
     let template = json!({
         "metadata": {"labels": {"app": "bi"}},
@@ -322,47 +330,31 @@ fn bases(kube: &str, eks: &str, gke: &str, arm: &str) -> Vec<Base> {
             "terminationGracePeriodSeconds": 30}
     });
     vec![
-        Base {
-            api: Api::Kubernetes,
-            method: "POST",
-            url: format!("{ns}/configmaps"),
-            content_type: "application/json",
-            body: json!({"apiVersion": "v1", "kind": "ConfigMap",
+        create(
+            format!("{ns}/configmaps"),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "bi", "labels": {"a": "b"}, "annotations": {"kemu.dev/x": "y"}},
                 "data": {"k": "v"}}),
-            watch: k8s_names(format!("{ns}/configmaps")),
-        },
-        Base {
-            api: Api::Kubernetes,
-            method: "POST",
-            url: format!("{apps}/deployments"),
-            content_type: "application/json",
-            body: json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "bi"},
+        ),
+        create(
+            format!("{apps}/deployments"),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "bi"},
                 "spec": {"replicas": 1, "minReadySeconds": 0, "progressDeadlineSeconds": 600,
                     "selector": {"matchLabels": {"app": "bi"}}, "template": template.clone()}}),
-            watch: k8s_names(format!("{apps}/deployments")),
-        },
-        Base {
-            api: Api::Kubernetes,
-            method: "POST",
-            url: format!("{ns}/services"),
-            content_type: "application/json",
-            body: json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "bi"},
+        ),
+        create(
+            format!("{ns}/services"),
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "bi"},
                 "spec": {"ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}],
                     "selector": {"app": "bi"}, "type": "ClusterIP"}}),
-            watch: k8s_names(format!("{ns}/services")),
-        },
-        Base {
-            api: Api::Kubernetes,
-            method: "POST",
-            url: format!("{batch}/jobs"),
-            content_type: "application/json",
-            body: json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "bi"},
+        ),
+        create(
+            format!("{batch}/jobs"),
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "bi"},
                 "spec": {"activeDeadlineSeconds": 600, "backoffLimit": 2, "completions": 1,
                     "template": {"spec": {"restartPolicy": "Never",
                         "containers": [{"name": "c", "image": "busybox"}]}}}}),
-            watch: k8s_names(format!("{batch}/jobs")),
-        },
+        ),
         Base {
             api: Api::Kubernetes,
             method: "PATCH",

@@ -159,16 +159,38 @@ fn create_aks(sb: &Sandbox, kemu: &Kemu) -> std::path::PathBuf {
     aks
 }
 
+/// A state directory in a sandbox, and the ports and run dir every start of
+/// kemu on it shares.
+struct State {
+    data: std::path::PathBuf,
+    run: std::path::PathBuf,
+    ports: Ports,
+}
+
+impl State {
+    fn new(sb: &Sandbox) -> Self {
+        Self {
+            data: sb.path("data"),
+            run: sb.path("run"),
+            ports: Ports::free(),
+        }
+    }
+
+    /// kemu on the directory; compactions happen during a run, so replay
+    /// reads a snapshot plus logs.
+    fn start(&self) -> Kemu {
+        let data = self.data.to_str().unwrap();
+        let args = ["--data-dir", data, "--compact-after", "65536"];
+        Kemu::start(&self.ports, &self.run, &args)
+    }
+}
+
 #[test]
 fn kill_9_loses_no_acknowledged_write() {
     let sb = Sandbox::new();
-    let data = sb.path("data");
-    let data_arg = data.to_str().unwrap().to_owned();
-    // Compactions happen during the run: replay reads a snapshot plus logs.
-    let args = ["--data-dir", &data_arg, "--compact-after", "65536"];
-    let run = sb.path("run");
-    let ports = Ports::free();
-    let kemu = Kemu::start(&ports, &run, &args);
+    let state = State::new(&sb);
+    let data = &state.data;
+    let kemu = state.start();
     let (kc, eks_before) = create_clusters(&sb, &kemu);
 
     // 900 objects through kubectl, 100 through the Python client.
@@ -217,7 +239,7 @@ fn kill_9_loses_no_acknowledged_write() {
     assert!(acked.len() >= 150);
 
     // Restart on the same state directory and ports.
-    let kemu = Kemu::start(&ports, &run, &args);
+    let kemu = state.start();
     assert!(data.join("snapshot.jsonl").is_file(), "a compaction ran");
     assert!(
         kemu.stderr().contains("kemu: replaying"),
@@ -313,7 +335,7 @@ fn kill_9_loses_no_acknowledged_write() {
         &["create", "configmap", "after-restart"],
     );
     kemu.stop();
-    let kemu = Kemu::start(&ports, &run, &args);
+    let kemu = state.start();
     kubectl(
         &sb,
         &kemu,
@@ -370,12 +392,8 @@ fn pods_and_rs_events(sb: &Sandbox, kubeconfig: &Path) -> (BTreeSet<String>, boo
 #[test]
 fn a_kill_9_loop_loses_no_write_and_controllers_do_not_act_twice() {
     let sb = Sandbox::new();
-    let data = sb.path("data");
-    let data_arg = data.to_str().unwrap().to_owned();
-    let args = ["--data-dir", &data_arg, "--compact-after", "65536"];
-    let run = sb.path("run");
-    let ports = Ports::free();
-    let mut kemu = Kemu::start(&ports, &run, &args);
+    let state = State::new(&sb);
+    let mut kemu = state.start();
     let kc = create_aks(&sb, &kemu);
     must(
         sb.kubectl(
@@ -418,7 +436,7 @@ fn a_kill_9_loop_loses_no_write_and_controllers_do_not_act_twice() {
         acked.extend(lines.map_while(Result::ok));
         let _ = stream.wait();
 
-        kemu = Kemu::start(&ports, &run, &args);
+        kemu = state.start();
         let stored = names(&must(
             sb.kubectl(&kc, &["get", "configmaps", "-o", "json"]),
             "get configmaps",
