@@ -19,6 +19,7 @@ pub mod netpol;
 pub mod oidc;
 pub mod openapi;
 pub mod options;
+pub mod parse_pool;
 pub mod partial;
 pub mod patch;
 pub mod pod_views;

@@ -203,26 +203,45 @@ pub async fn read_body(mut payload: web::Payload) -> Result<Vec<u8>, ApiError> {
 }
 
 /// The largest body parsed on the worker that serves the cluster; larger
-/// ones are parsed on the blocking pool.
+/// ones are parsed on the low-priority [`crate::api::parse_pool`].
 pub const PARSE_ON_WORKER_MAX: usize = 64 * 1024;
 
-/// Runs `parse` over `body`: at once for a small body, on the blocking pool
-/// for a large one, so that parsing a large (or hostile) body never holds
+/// The deepest flow nesting (`[`, `{`) parsed on the worker: YAML's parse
+/// time grows with the square of the depth, so a small body nested
+/// thousands of levels deep is as heavy as a large one.
+const NESTING_ON_WORKER_MAX: usize = 64;
+
+/// How deep `[` and `{` nest in `body`, strings not told apart: a cheap
+/// bound for where to parse it, not a parse.
+fn nesting(body: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for b in body {
+        match b {
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Runs `parse` over `body`: at once for a small, shallow body, on the parse
+/// pool for a large or deep one, so that parsing a hostile body never holds
 /// the worker that serves the cluster's other requests, `/readyz` included.
 pub async fn parse_off_worker<T: Send + 'static>(
     body: &[u8],
     parse: impl FnOnce(&[u8]) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
-    if body.len() <= PARSE_ON_WORKER_MAX {
+    if body.len() <= PARSE_ON_WORKER_MAX && nesting(body) <= NESTING_ON_WORKER_MAX {
         return parse(body);
     }
     let owned = body.to_vec();
-    tokio::task::spawn_blocking(move || parse(&owned))
+    crate::api::parse_pool::run(move || parse(&owned))
         .await
-        .unwrap_or_else(|e| {
-            tracing::error!(error = %e, "parsing a request body panicked");
-            Err(ApiError::Internal(crate::api::recover::PANICKED.into()))
-        })
+        .unwrap_or_else(|| Err(ApiError::Internal(crate::api::recover::PANICKED.into())))
 }
 
 /// Decodes an object body by its Content-Type.
