@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{KubectlCluster, eks_spec_with_pool, text};
+use common::{KubectlCluster, eks_spec_with_pool};
 use kemu::shared::FakeClock;
 
 const OBJECTS: &str = r#"
@@ -335,21 +335,7 @@ fn exec_with_a_terminal_is_an_interactive_shell() {
 #[test]
 fn the_python_client_streams_exec_with_stdin_and_exit_codes() {
     let env = Env::new("py-exec");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/exec_stream.py");
-    let out = env
-        .k
-        .sandbox
-        .command("python3")
-        .arg(script)
-        .env("KUBECONFIG", &env.k.kubeconfig)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stdout).ends_with("ok\n"),
-        "{}",
-        text(&out)
-    );
+    env.k.python_ok("exec_stream.py");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,7 +12,7 @@ use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{KubectlCluster, eks_spec_with_pool, text};
+use common::{KubectlCluster, eks_spec_with_pool};
 
 const OBJECTS: &str = r#"
 apiVersion: v1
@@ -173,18 +173,5 @@ fn kubectl_port_forward_reaches_nginx_netexec_and_a_clear_refusal() {
 #[test]
 fn the_python_client_port_forwards_over_websocket_channels() {
     let k = cluster("pf-python");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/port_forward.py");
-    let out = k
-        .sandbox
-        .command("python3")
-        .arg(script)
-        .env("KUBECONFIG", &k.kubeconfig)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stdout).ends_with("ok\n"),
-        "{}",
-        text(&out)
-    );
+    k.python_ok("port_forward.py");
 }

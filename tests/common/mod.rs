@@ -282,6 +282,27 @@ impl KubectlCluster {
             .unwrap_or_default()
     }
 
+    /// Runs `tests/py/{script}` with the Python client on this cluster's
+    /// kubeconfig; fails the test unless it succeeds and ends printing `ok`.
+    pub fn python_ok(&self, script: &str) {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/py")
+            .join(script);
+        let out = self
+            .sandbox
+            .command("python3")
+            .arg(script)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .output()
+            .expect("run python3");
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).ends_with("ok\n"),
+            "{}",
+            text(&out)
+        );
+    }
+
     /// Writes `body` to a file in the sandbox; its path.
     pub fn file(&self, name: &str, body: &str) -> String {
         let path = self.sandbox.path(name);

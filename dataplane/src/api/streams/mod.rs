@@ -351,19 +351,20 @@ pub async fn serve(
         handle: ctx.engine.background(),
         ended: ended_rx,
     });
+    // The container is opened once the transport is agreed.
+    let session = || Session {
+        streams,
+        command,
+        tty,
+        container: open(ctx, &pod, &container),
+        host,
+    };
     match transport {
         Transport::WebSocket(offered) => {
             let chosen = websocket_protocol(&offered, PROTOCOLS)?;
-            let sandbox = open(ctx, &pod, &container);
+            let session = session();
             let (response, ws, messages) = accept_websocket(req, payload, &offered, &chosen)?;
             tracing::info!(stream = stream.name(), pod = %name, container = %cname, protocol = %chosen, "stream opened");
-            let session = Session {
-                streams,
-                command,
-                tty,
-                container: sandbox,
-                host,
-            };
             actix_web::rt::spawn(channel::pump(
                 ws,
                 messages,
@@ -377,16 +378,9 @@ pub async fn serve(
             let chosen = negotiate(&offered, SPDY_PROTOCOLS)?;
             let version = chosen.as_deref().unwrap_or("channel.k8s.io");
             let resize = matches!(version, "v4.channel.k8s.io" | "v3.channel.k8s.io");
-            let sandbox = open(ctx, &pod, &container);
+            let session = session();
             let (response, pipe) = pipe::upgrade(chosen.as_deref(), payload);
             tracing::info!(stream = stream.name(), pod = %name, container = %cname, protocol = %version, "SPDY stream opened");
-            let session = Session {
-                streams,
-                command,
-                tty,
-                container: sandbox,
-                host,
-            };
             actix_web::rt::spawn(spdy_exec::serve(
                 pipe,
                 protocol(version),
