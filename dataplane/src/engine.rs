@@ -259,6 +259,7 @@ impl Engine {
             provisioner: Provisioner::new(record.scope.clone(), &record.name),
             sa_key: Some(record.sa_key.clone()),
             custom_types: Some(Arc::new(ClusterCustomTypes { resources, store })),
+            sandboxes: Some(self.sandboxes(&record.id)),
             ..ControllerConfig::default()
         };
         let clock = self.registry.clock().clone();

@@ -108,6 +108,9 @@ pub enum ApiError {
     /// The request outlived its deadline (`--request-timeout`, `?timeout=`).
     #[error("Timeout: {0}")]
     Timeout(String),
+    /// What the request needs cannot answer now (a proxy's backend).
+    #[error("{0}")]
+    ServiceUnavailable(String),
     /// Something kemu itself failed at.
     #[error("{0}")]
     Internal(String),
@@ -163,6 +166,7 @@ impl ApiError {
             ApiError::TooLarge(_) => "RequestEntityTooLarge",
             ApiError::TooManyRequests(_) => "TooManyRequests",
             ApiError::Timeout(_) => "Timeout",
+            ApiError::ServiceUnavailable(_) => "ServiceUnavailable",
             ApiError::Internal(_) => "InternalError",
             ApiError::Refused(status) => match status["reason"].as_str() {
                 Some("Forbidden") => "Forbidden",
@@ -267,6 +271,7 @@ impl ResponseError for ApiError {
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            ApiError::ServiceUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) | ApiError::Unclassified(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Refused(status) => status["code"]
                 .as_u64()

@@ -24,6 +24,7 @@ pub mod partial;
 pub mod patch;
 pub mod pod_views;
 pub mod protobuf;
+pub mod proxy;
 pub mod recover;
 pub mod request;
 pub mod resource;

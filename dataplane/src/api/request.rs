@@ -60,13 +60,15 @@ pub fn parse_path(
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let lookup = |plural: &str| registry.lookup(group, version, plural);
     let namespaced_type = |plural: &str| lookup(plural).filter(|rt| rt.namespaced);
+    // A proxy's path goes on past its subresource.
+    let fits = |rest: &[&str]| rest.len() <= 2 || rest[1] == "proxy";
     let (rt, namespace, rest) = match segs.as_slice() {
         ["namespaces", ns, plural, rest @ ..]
-            if rest.len() <= 2 && namespaced_type(plural).is_some() =>
+            if fits(rest) && namespaced_type(plural).is_some() =>
         {
             (namespaced_type(plural), Some((*ns).to_owned()), rest)
         }
-        [plural, rest @ ..] if rest.len() <= 2 => (lookup(plural), None, rest),
+        [plural, rest @ ..] if fits(rest) => (lookup(plural), None, rest),
         _ => (None, None, &[][..]),
     };
     let rt = rt.ok_or(ApiError::NotFound)?;

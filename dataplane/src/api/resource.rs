@@ -201,7 +201,11 @@ pub async fn dispatch(
         params = params.with("watch", "true");
     }
     if let Some(handler) = subresources::handler(&scope) {
-        match params.get("dryRun") {
+        // A proxied query is the backend's.
+        let dry_run = (handler != subresources::Handler::Proxy)
+            .then(|| params.get("dryRun"))
+            .flatten();
+        match dry_run {
             None => {}
             Some("All") => store = Arc::new(DryRun(store, engine.registry().clock().clone())),
             Some(other) => {

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use thiserror::Error;
 
 use crate::api::request::{Params, Scope};
-use crate::api::{binding, eviction, log, pod_views, streams, token, wire};
+use crate::api::{binding, eviction, log, pod_views, proxy, streams, token, wire};
 use crate::engine::{ClusterContext, Engine};
 use crate::error::{ApiError, Target};
 use crate::store::{Object, ObjectKey, Store};
@@ -34,6 +34,9 @@ pub enum Handler {
     Stream(streams::Stream),
     /// `serviceaccounts/token`: TokenRequest.
     Token,
+    /// `pods/proxy`, `services/proxy`, `nodes/proxy`: what listens behind
+    /// the object.
+    Proxy,
 }
 
 /// (group, resource, subresource) → handler.
@@ -67,6 +70,9 @@ const TABLE: &[(&str, &str, &str, Handler)] = &[
         Handler::Stream(streams::Stream::PortForward),
     ),
     ("", "serviceaccounts", "token", Handler::Token),
+    ("", "pods", "proxy", Handler::Proxy),
+    ("", "services", "proxy", Handler::Proxy),
+    ("", "nodes", "proxy", Handler::Proxy),
 ];
 
 /// The handler of the request's subresource, if this module serves it.
@@ -265,6 +271,7 @@ pub async fn serve(
         Handler::PodView(view) => pod_views::serve(&ctx, view, &method, &ct, read(payload).await),
         Handler::Stream(stream) => streams::serve(&ctx, stream, &req, payload).await,
         Handler::Token => token::serve(&ctx, &method, object(payload, &ct).await),
+        Handler::Proxy => proxy::serve(&ctx, &req, payload).await.map_err(Into::into),
     };
     result.unwrap_or_else(|e| e.error_response())
 }

@@ -34,7 +34,11 @@
 //! to 300 s), showing `CrashLoopBackOff` and `BackOff` Events in between.
 //!
 //! The Pod's state is a pure function of its start time, the clock and those
-//! annotations, so a test advancing a fake clock sees every step.
+//! annotations, so a test advancing a fake clock sees every step, with one
+//! exception: an `httpGet` readiness probe of a container that has been
+//! exec'd into, whose image's server ([`crate::exec::ports`]) listens on the
+//! probe's port, is answered by that server from the container's files, read
+//! again after each exec ends (an exec can move the page it serves away).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -48,6 +52,7 @@ use super::client::{BoxFuture, ClientError, DeleteOptions, EventType, kinds};
 use super::events::{EventKind, Recorder};
 use super::obj;
 use super::runtime::{ObjKey, Reconciler, Registration, Requeue, Runtime};
+use crate::exec::Sandboxes;
 use crate::strategy::pods::image_parts;
 
 /// Exit code the containers exit with.
@@ -271,12 +276,22 @@ pub struct Kubelet {
     ips: Mutex<HashMap<String, u32>>,
     // (node, image) pairs already pulled: later Pods find the image present.
     pulled: Mutex<std::collections::HashSet<(String, String)>>,
+    sandboxes: Option<Arc<Sandboxes>>,
 }
 
 impl Kubelet {
     /// Wires the kubelet to the Pod informer.
-    pub fn register(rt: &Arc<Runtime>, recorder: Recorder, config: KubeletConfig) -> Registration {
+    pub fn register(
+        rt: &Arc<Runtime>,
+        recorder: Recorder,
+        config: KubeletConfig,
+        sandboxes: Option<Arc<Sandboxes>>,
+    ) -> Registration {
         let queue = rt.queue("kubelet");
+        if let Some(s) = &sandboxes {
+            let q = queue.clone();
+            s.subscribe("kubelet", move |ns, name| q.add(ObjKey::new(ns, name)));
+        }
         let q = queue.clone();
         rt.informer(kinds::POD).on_change(move |c| {
             if c.kind != EventType::Deleted
@@ -297,6 +312,7 @@ impl Kubelet {
                 config,
                 ips: Mutex::default(),
                 pulled: Mutex::default(),
+                sandboxes,
             }),
         }
     }
@@ -323,6 +339,51 @@ impl Kubelet {
                 format!("10.244.{x}")
             });
         format!("{base}.{}", (*n - 1) % 253 + 2)
+    }
+
+    /// Why the container's HTTP readiness probe fails, when kemu can tell:
+    /// the container has been exec'd into and its image's server listens
+    /// on the probe's port (the files it serves may have changed); `None`
+    /// when it passes or nothing tells.
+    fn http_probe_failure(
+        &self,
+        pod: &Value,
+        c: &Value,
+        pod_ip: &str,
+        now: DateTime<Utc>,
+    ) -> Option<String> {
+        let get = &c["readinessProbe"]["httpGet"];
+        let sandboxes = self.sandboxes.as_ref()?;
+        if !get.is_object()
+            || get["host"]
+                .as_str()
+                .is_some_and(|h| !h.is_empty() && h != pod_ip)
+            || get["scheme"].as_str().is_some_and(|s| s != "HTTP")
+        {
+            return None;
+        }
+        let port = match &get["port"] {
+            Value::Number(n) => u16::try_from(n.as_u64()?).ok()?,
+            Value::String(name) => c["ports"]
+                .as_array()?
+                .iter()
+                .find(|p| p["name"] == name.as_str())
+                .and_then(|p| p["containerPort"].as_u64())
+                .and_then(|p| u16::try_from(p).ok())?,
+            _ => return None,
+        };
+        let path = match get["path"].as_str().unwrap_or_default() {
+            "" => "/".to_owned(),
+            p if p.starts_with('/') => p.to_owned(),
+            p => format!("/{p}"),
+        };
+        match sandboxes.probe(obj::uid(pod), c, (pod_ip, port), &path, now)? {
+            Ok(code) if (200..400).contains(&code) => None,
+            Ok(code) => Some(format!("HTTP probe failed with statuscode: {code}")),
+            Err(_) => Some(format!(
+                "Get \"http://{pod_ip}:{port}{path}\": dial tcp {pod_ip}:{port}: connect: connection refused"
+            )),
+        }
     }
 
     async fn event(&self, node: &str, p: &Value, kind: EventKind, reason: &str, msg: String) {
@@ -497,7 +558,20 @@ impl Kubelet {
                     let ready_at = obj::after_secs(since, delay);
                     if !script.never_ready {
                         if c.get("readinessProbe").is_none() || ready_at <= now {
-                            ready = true;
+                            let failed = pod_ip
+                                .as_deref()
+                                .and_then(|ip| self.http_probe_failure(&pod, c, ip, now));
+                            ready = failed.is_none();
+                            let was_ready = old_statuses
+                                .iter()
+                                .any(|s| s["name"] == name.as_str() && s["ready"] == true);
+                            if let Some(why) = failed
+                                && was_ready
+                            {
+                                let msg = format!("Readiness probe failed: {why}");
+                                self.event(&node_name, &pod, EventKind::Warning, "Unhealthy", msg)
+                                    .await;
+                            }
                         } else {
                             wake = Some(wake.map_or(ready_at, |w| w.min(ready_at)));
                         }

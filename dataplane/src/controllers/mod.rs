@@ -106,6 +106,9 @@ pub struct ControllerConfig {
     /// How long an Event lives after it was last recorded (kube-apiserver's
     /// `--event-ttl`).
     pub event_ttl: Duration,
+    /// The cluster's simulated containers, whose servers answer the
+    /// kubelet's HTTP probes once exec has changed their files.
+    pub sandboxes: Option<Arc<crate::exec::Sandboxes>>,
 }
 
 impl Default for ControllerConfig {
@@ -119,6 +122,7 @@ impl Default for ControllerConfig {
             sa_key: None,
             custom_types: None,
             event_ttl: event_ttl::DEFAULT_TTL,
+            sandboxes: None,
         }
     }
 }
@@ -180,7 +184,12 @@ impl Controllers {
                 replicaset::REPLICATION_CONTROLLERS,
             ),
             scheduler::Scheduler::register(&rt, recorder.clone()),
-            kubelet::Kubelet::register(&rt, recorder.clone(), config.kubelet),
+            kubelet::Kubelet::register(
+                &rt,
+                recorder.clone(),
+                config.kubelet,
+                config.sandboxes.clone(),
+            ),
             heartbeat::Heartbeat::register(&rt),
             statefulset::StatefulSetController::register(&rt, recorder.clone()),
             daemonset::DaemonSetController::register(&rt, recorder.clone()),

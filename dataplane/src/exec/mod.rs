@@ -73,6 +73,9 @@ struct Volume {
 struct PodBox {
     roots: HashMap<String, SharedTree>,
     volumes: HashMap<String, Volume>,
+    /// Each container as last opened, with its mounts: what its server
+    /// serves when the kubelet probes it.
+    opened: HashMap<String, Container>,
 }
 
 #[derive(Debug, Default)]
@@ -83,10 +86,23 @@ struct State {
     serial: u64,
 }
 
+/// Told the namespace and name of a Pod whose containers' files an exec
+/// may have changed.
+type Watcher = Box<dyn Fn(&str, &str) + Send + Sync>;
+
 /// The containers of one cluster that have been exec'd into.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Sandboxes {
     state: Mutex<State>,
+    watchers: Mutex<HashMap<&'static str, Watcher>>,
+}
+
+impl std::fmt::Debug for Sandboxes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandboxes")
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The Pod's hostname (`spec.hostname` or its name, at most 63 characters).
@@ -103,6 +119,56 @@ pub fn hostname(pod: &Value) -> String {
 }
 
 impl Sandboxes {
+    /// Calls `watcher` after each exec into a Pod of the cluster ends (the
+    /// kubelet probes its containers again); a second watcher of the same
+    /// name (controllers restarted) replaces the first.
+    pub fn subscribe(
+        &self,
+        name: &'static str,
+        watcher: impl Fn(&str, &str) + Send + Sync + 'static,
+    ) {
+        self.watchers.lock().insert(name, Box::new(watcher));
+    }
+
+    /// An exec into the Pod ended.
+    pub fn changed(&self, namespace: &str, name: &str) {
+        for w in self.watchers.lock().values() {
+            w(namespace, name);
+        }
+    }
+
+    /// The status code a kubelet's HTTP probe of `path` on `port` reads
+    /// from the container (or the refusal), once it has been exec'd into;
+    /// `None` for a container as its image made it, whose server answers
+    /// its probes as it always does.
+    pub fn probe(
+        &self,
+        pod_uid: &str,
+        container: &Value,
+        (host, port): (&str, u16),
+        path: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Option<Result<u16, String>> {
+        let name = container["name"].as_str().unwrap_or_default();
+        let opened = self
+            .state
+            .lock()
+            .pods
+            .get(pod_uid)?
+            .opened
+            .get(name)?
+            .clone();
+        let mut listeners = ports::Listeners::new(pod_uid);
+        if let Some((p, server)) = ports::server(container) {
+            listeners.add(p, server, opened);
+        }
+        Some(
+            listeners
+                .connect(port)
+                .map(|mut c| c.probe(&format!("{host}:{port}"), path, now)),
+        )
+    }
+
     /// The named container of the Pod, as it stands now.
     pub fn open(&self, ctx: &Ctx, container: &Value) -> Container {
         let now = ctx.now.timestamp();
@@ -226,12 +292,17 @@ impl Sandboxes {
         if cwd != "/" {
             let _ = fs.mkdir("/", &cwd, true, now);
         }
-        Container {
+        let container = Container {
             fs,
             env,
             cwd,
             hostname: host,
             image,
+        };
+        let mut state = self.state.lock();
+        if let Some(pod) = state.pods.get_mut(obj::uid(ctx.pod)) {
+            pod.opened.insert(name, container.clone());
         }
+        container
     }
 }

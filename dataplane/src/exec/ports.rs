@@ -132,6 +132,17 @@ pub struct Connection {
 /// The most a request's head may take, as nginx's large header buffers.
 const MAX_HEAD: usize = 32 << 10;
 
+/// A response a server wrote, as a client reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// The status code.
+    pub status: u16,
+    /// The headers, in the order written (names as written).
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
 struct Request {
     method: String,
     path: String,
@@ -148,6 +159,57 @@ struct Response {
 }
 
 impl Connection {
+    /// One request on a fresh connection and the server's answer: what a
+    /// proxy or a probe reads. `target` is the path and query; `headers`
+    /// go as given, after `Host`.
+    pub fn exchange(
+        &mut self,
+        method: &str,
+        target: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+        now: DateTime<Utc>,
+    ) -> Reply {
+        let mut head = format!("{method} {target} HTTP/1.1\r\n");
+        for (k, v) in headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if !body.is_empty() {
+            head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        head.push_str("Connection: close\r\n\r\n");
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(body);
+        let out = self.feed(&bytes, now);
+        let end = find(&out, b"\r\n\r\n").map_or(out.len(), |i| i + 4);
+        let text = String::from_utf8_lossy(&out[..end]);
+        let mut lines = text.split("\r\n");
+        let status = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(502);
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.to_owned(), v.trim().to_owned()))
+            .collect();
+        Reply {
+            status,
+            headers,
+            body: out[end.min(out.len())..].to_vec(),
+        }
+    }
+
+    /// The status code of a kubelet's HTTP probe of `path`.
+    pub fn probe(&mut self, host: &str, path: &str, now: DateTime<Utc>) -> u16 {
+        let headers = [
+            ("Host".to_owned(), host.to_owned()),
+            ("User-Agent".to_owned(), "kube-probe/1.34".to_owned()),
+            ("Accept".to_owned(), "*/*".to_owned()),
+        ];
+        self.exchange("GET", path, &headers, &[], now).status
+    }
+
     /// The server closed its side (`Connection: close`, a bad request).
     pub fn closed(&self) -> bool {
         self.closed
@@ -190,6 +252,7 @@ impl Connection {
             200 => "OK",
             301 => "Moved Permanently",
             400 => "Bad Request",
+            403 => "Forbidden",
             404 => "Not Found",
             405 => "Not Allowed",
             _ => "",

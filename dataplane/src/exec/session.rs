@@ -102,7 +102,8 @@ pub fn start(
         .spawn({
             let events = events.clone();
             move || {
-                let end = run(container, &req, stdin, host, &events);
+                let end = run(container, &req, stdin, host.clone(), &events);
+                host.finished();
                 let _ = events.send(Event::Done(end));
             }
         });

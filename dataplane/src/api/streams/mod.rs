@@ -350,6 +350,8 @@ pub async fn serve(
         clock: ctx.clock(),
         handle: ctx.engine.background(),
         ended: ended_rx,
+        sandboxes: ctx.engine.sandboxes(&ctx.record.id.to_string()),
+        pod: (obj::namespace(&pod).to_owned(), name.clone()),
     });
     // The container is opened once the transport is agreed.
     let session = || Session {
@@ -402,14 +404,7 @@ fn port_forward(
     transport: Transport,
 ) -> Result<HttpResponse, ApiError> {
     let name = obj::name(pod).to_owned();
-    let mut listeners = Listeners::new(obj::uid(pod));
-    for c in pod["spec"]["containers"].as_array().into_iter().flatten() {
-        if let Some((port, server)) = ports::server(c)
-            && running(pod, c["name"].as_str().unwrap_or_default())
-        {
-            listeners.add(port, server, open(ctx, pod, c));
-        }
-    }
+    let listeners = listeners(ctx, pod);
     let clock = ctx.clock();
     match transport {
         Transport::Spdy(offered) => {
@@ -448,6 +443,20 @@ fn port_forward(
             Ok(response)
         }
     }
+}
+
+/// The servers listening in the Pod's network namespace: those of its
+/// running containers.
+pub fn listeners(ctx: &Ctx, pod: &Value) -> Listeners {
+    let mut listeners = Listeners::new(obj::uid(pod));
+    for c in pod["spec"]["containers"].as_array().into_iter().flatten() {
+        if let Some((port, server)) = ports::server(c)
+            && running(pod, c["name"].as_str().unwrap_or_default())
+        {
+            listeners.add(port, server, open(ctx, pod, c));
+        }
+    }
+    listeners
 }
 
 /// What an attach runs: the container's shell when it keeps stdin open and
@@ -523,6 +532,9 @@ struct SessionHost {
     clock: SharedClock,
     handle: tokio::runtime::Handle,
     ended: watch::Receiver<bool>,
+    sandboxes: Arc<crate::exec::Sandboxes>,
+    /// The Pod's namespace and name.
+    pod: (String, String),
 }
 
 impl Host for SessionHost {
@@ -543,6 +555,10 @@ impl Host for SessionHost {
 
     fn ended(&self) -> bool {
         *self.ended.borrow()
+    }
+
+    fn finished(&self) {
+        self.sandboxes.changed(&self.pod.0, &self.pod.1);
     }
 }
 /// The status written on channel 3, as the kubelet (v4) or kube-apiserver's

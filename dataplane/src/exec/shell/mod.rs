@@ -30,6 +30,9 @@ pub trait Host: Send + Sync {
     fn ended(&self) -> bool {
         false
     }
+    /// The command has ended (the kubelet probes the container again: the
+    /// command may have changed what its server serves).
+    fn finished(&self) {}
 }
 
 /// Standard input: bytes pulled on demand from a source (a stream's stdin
