@@ -285,7 +285,11 @@ impl StatefulSetController {
                     Some(_) => {}
                 }
             }
-            // Remove the Pods out of range, highest first.
+            // Remove the Pods out of range, highest first. In order, only a
+            // healthy Pod or the first unhealthy one goes: the lowest
+            // unhealthy ordinal, as upstream's firstUnavailablePod (its
+            // condemned list is walked from the lowest ordinal).
+            let first_unhealthy = pods.iter().find(|(_, p)| !healthy(p)).map(|(o, _)| *o);
             let condemned: Vec<Arc<Value>> =
                 pods.range(want..).rev().map(|(_, p)| p.clone()).collect();
             for p in condemned {
@@ -296,6 +300,9 @@ impl StatefulSetController {
                     continue;
                 }
                 let ord = ordinal(&set, obj::name(&p)).unwrap_or(0);
+                if ordered && !healthy(&p) && Some(ord) != first_unhealthy {
+                    break 'manage;
+                }
                 self.delete_pod(&sts, &p).await?;
                 pods.remove(&ord);
                 if spec["persistentVolumeClaimRetentionPolicy"]["whenScaled"] == "Delete" {

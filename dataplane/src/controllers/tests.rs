@@ -821,6 +821,48 @@ fn names(c: &Cluster) -> Vec<String> {
 }
 
 #[tokio::test]
+async fn an_ordered_statefulset_halts_scale_down_at_an_unhealthy_pod() {
+    let c = Cluster::new(Duration::ZERO).await;
+    c.node("node-a", "8", json!({}), json!([])).await;
+    let mut set = statefulset(3, "pg:1");
+    set["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("volumeClaimTemplates");
+    let s = c.create(kinds::STATEFUL_SET, set).await;
+    c.settle().await;
+    assert_eq!(names(&c), ["db-0", "db-1", "db-2"]);
+    let mark = |ready: Option<&str>| {
+        let c = &c;
+        let ready = ready.map(str::to_owned);
+        async move {
+            for n in ["db-0", "db-1", "db-2"] {
+                let mut p = c.get(kinds::POD, "default", n).await;
+                p["metadata"]["annotations"] = match &ready {
+                    Some(r) => json!({"kemu.dev/ready": r}),
+                    None => json!({}),
+                };
+                c.client.update(kinds::POD, p).await.unwrap();
+            }
+            c.settle().await;
+        }
+    };
+    mark(Some("never")).await;
+    let mut s = c.get(kinds::STATEFUL_SET, "default", obj::name(&s)).await;
+    s["spec"]["replicas"] = json!(0);
+    c.client.update(kinds::STATEFUL_SET, s).await.unwrap();
+    c.settle().await;
+    c.advance(5).await;
+    // db-2 is not the first unhealthy Pod (db-0 is): nothing goes.
+    assert_eq!(names(&c), ["db-0", "db-1", "db-2"]);
+    mark(None).await;
+    for _ in 0..5 {
+        c.advance(5).await;
+    }
+    assert!(names(&c).is_empty(), "{:?}", names(&c));
+}
+
+#[tokio::test]
 async fn statefulset_orders_pods_and_updates_down_to_partition() {
     let c = Cluster::new(Duration::from_secs(5)).await;
     c.node("node-a", "8", json!({}), json!([])).await;
