@@ -303,7 +303,7 @@ def module_name(parts):
 
 
 FIELD = re.compile(
-    r"#\[prost\((?P<kind>[a-z0-9_]+(?: = \"[^\"]*\")?), (?:(?P<label>optional|repeated|required), )?(?:boxed, )?tag = \"(?P<tag>\d+)\"\)\]\s*"
+    r"#\[prost\((?P<kind>[a-z0-9_]+(?: = \"[^\"]*\")?), (?:(?P<label>optional|repeated|required), )?(?:packed = \"false\", )?(?:boxed, )?tag = \"(?P<tag>\d+)\"\)\]\s*"
     r"pub (?P<name>[\w#]+):\s*(?P<ty>[^;{}]+?),\n(?=\s*(?:///|#\[|$))")
 
 

@@ -640,6 +640,11 @@ mod tests {
                         ..Default::default()
                     }),
                 }],
+                // A repeated scalar Go writes unpacked.
+                security_context: Some(core::PodSecurityContext {
+                    supplemental_groups: vec![1000, 2000],
+                    ..Default::default()
+                }),
                 ..Default::default()
             }),
             status: None,
@@ -667,6 +672,7 @@ mod tests {
                         "livenessProbe": { "httpGet": { "path": "/healthz", "port": "http" }, "initialDelaySeconds": 3 },
                     }],
                     "volumes": [{ "name": "data", "emptyDir": {} }],
+                    "securityContext": { "supplementalGroups": [1000, 2000] },
                 },
             })
         );
