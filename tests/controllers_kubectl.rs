@@ -545,3 +545,129 @@ fn pod_failure_policy_fails_the_job_and_per_index_limits_fail_indexes() {
         );
     }
 }
+
+/// Shell scripts the kubelet runs to learn each run's exit code and length
+/// (the e2e suite's `failOddSucceedEven` and `failOnce` fixtures), on a fake
+/// clock that the test advances.
+#[test]
+fn container_scripts_decide_how_their_runs_end() {
+    let clock = kemu::shared::FakeClock::at_epoch();
+    let kemu = kemu::Kemu::builder().clock(clock.clone()).build().unwrap();
+    let c = KubectlCluster::with_kemu(kemu, eks_spec_with_pool("scripts", 1, "m5.large"));
+    let objects = c.file(
+        "scripts.yaml",
+        r#"apiVersion: batch/v1
+kind: Job
+metadata: {name: odd}
+spec:
+  completionMode: Indexed
+  completions: 4
+  parallelism: 4
+  backoffLimitPerIndex: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: busybox
+        command: [sh, -c]
+        args:
+        - |
+          if [ $(expr ${JOB_COMPLETION_INDEX} % 2) -ne 0 ]; then
+            exit 1
+          else
+            exit 0
+          fi
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: once}
+spec:
+  template:
+    metadata: {labels: {app: once}}
+    spec:
+      restartPolicy: OnFailure
+      volumes: [{name: data, emptyDir: {}}]
+      containers:
+      - name: main
+        image: busybox
+        volumeMounts: [{name: data, mountPath: /data}]
+        command: [/bin/sh, -c]
+        args:
+        - |
+          if [[ -r /data/foo ]]
+          then
+            exit 0
+          else
+            touch /data/foo
+            exit 1
+          fi
+"#,
+    );
+    c.ok(&["apply", "-f", &objects]);
+    c.ok(&["wait", "--for=condition=Failed", "job/odd", "--timeout=60s"]);
+    let job = c.json(&["get", "job", "odd", "-o", "json"]);
+    assert_eq!(job["status"]["failedIndexes"], "1,3");
+    assert_eq!(job["status"]["completedIndexes"], "0,2");
+
+    // The first run fails and leaves its marker; the restart, after the
+    // kubelet's 10 s back-off, finds it and succeeds.
+    c.ok(&[
+        "wait",
+        "--for=condition=Ready=false",
+        "-l",
+        "app=once",
+        "pod",
+        "--timeout=60s",
+    ]);
+    let restarts = || {
+        c.ok(&[
+            "get",
+            "pods",
+            "-l",
+            "app=once",
+            "-o",
+            "jsonpath={.items[0].status.containerStatuses[0].restartCount}",
+        ])
+    };
+    assert_eq!(restarts(), "1");
+    clock.advance(std::time::Duration::from_secs(11));
+    c.ok(&[
+        "wait",
+        "--for=condition=Complete",
+        "job/once",
+        "--timeout=60s",
+    ]);
+    assert_eq!(restarts(), "1");
+
+    // Fifteen seconds of sleeps, then exit 4.
+    let pod = c.file(
+        "counts.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: counts}\nspec:\n  restartPolicy: Never\n  containers:\n  - name: main\n    image: busybox\n    command: [sh, -c, \"for i in 1 2 3; do sleep 5; done; exit 4\"]\n",
+    );
+    c.ok(&["apply", "-f", &pod]);
+    let phase = || c.ok(&["get", "pod", "counts", "-o", "jsonpath={.status.phase}"]);
+    c.ok(&[
+        "wait",
+        "--for=condition=Ready",
+        "pod/counts",
+        "--timeout=60s",
+    ]);
+    clock.advance(std::time::Duration::from_secs(14));
+    assert_eq!(phase(), "Running");
+    clock.advance(std::time::Duration::from_secs(1));
+    c.ok(&[
+        "wait",
+        "--for=jsonpath={.status.phase}=Failed",
+        "pod/counts",
+        "--timeout=60s",
+    ]);
+    let code = c.ok(&[
+        "get",
+        "pod",
+        "counts",
+        "-o",
+        "jsonpath={.status.containerStatuses[0].state.terminated.exitCode}",
+    ]);
+    assert_eq!(code, "4");
+}

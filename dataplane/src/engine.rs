@@ -244,6 +244,19 @@ impl Engine {
             .clone()
     }
 
+    /// Opens the cluster's containers for its kubelet.
+    fn opener(&self, record: &ClusterRecord, store: Arc<dyn Store>) -> crate::exec::Opener {
+        let sandboxes = self.sandboxes(&record.id);
+        let registry = self.registry.clone();
+        let id = record.id.clone();
+        let fallback = record.clone();
+        crate::exec::Opener::new(move |pod, container| {
+            let record = registry.get(&id).unwrap_or_else(|_| fallback.clone());
+            let now = registry.clock().now();
+            crate::exec::open(&sandboxes, store.as_ref(), &record, pod, container, now)
+        })
+    }
+
     /// The runtime blocking work that waits on the clock runs on.
     pub fn background(&self) -> tokio::runtime::Handle {
         controller_runtime().handle().clone()
@@ -253,6 +266,7 @@ impl Engine {
     fn start_controllers(&self, record: &ClusterRecord, store: Arc<dyn Store>) {
         let resources = self.cluster_resources(&record.id);
         let client = StoreClient::new(store.clone(), resources.clone());
+        let opener = self.opener(record, store.clone());
         let config = ControllerConfig {
             root_ca: Some(Arc::from(record.ca.cert_pem())),
             network: self.network(&record.id),
@@ -260,6 +274,7 @@ impl Engine {
             sa_key: Some(record.sa_key.clone()),
             custom_types: Some(Arc::new(ClusterCustomTypes { resources, store })),
             sandboxes: Some(self.sandboxes(&record.id)),
+            opener: Some(opener),
             ..ControllerConfig::default()
         };
         let clock = self.registry.clock().clone();

@@ -24,7 +24,9 @@
 //! when it is one kemu can read: `sleep N` runs N seconds of clock and exits
 //! 0, `exit N` (or `true`, `false`) exits at once, `sh -c` scripts of those
 //! steps joined by `;` or `&&` run them in turn, and the `pause` image with
-//! no command never exits. Otherwise a Pod whose `restartPolicy` is `Never`
+//! no command never exits. Any other `sh -c` script runs in kemu's shell
+//! ([`crate::exec::process`]) when each run starts: its code and its sleeps
+//! make the run's. Otherwise a Pod whose `restartPolicy` is `Never`
 //! or `OnFailure` (every Job's Pods) completes at once with code 0; other
 //! Pods keep running.
 //!
@@ -52,7 +54,7 @@ use super::client::{BoxFuture, ClientError, DeleteOptions, EventType, kinds};
 use super::events::{EventKind, Recorder};
 use super::obj;
 use super::runtime::{ObjKey, Reconciler, Registration, Requeue, Runtime};
-use crate::exec::Sandboxes;
+use crate::exec::{Opener, Sandboxes, process};
 use crate::strategy::pods::image_parts;
 
 /// Exit code the containers exit with.
@@ -113,6 +115,23 @@ struct Script {
     exit_code: Option<i64>,
     exit_after: Option<Duration>,
     never_ready: bool,
+    /// The first container's command is a shell script the kubelet runs
+    /// ([`crate::exec::process`]) to learn each run's code and length.
+    process: bool,
+}
+
+/// How one run of the containers ends: `None` when it runs until stopped.
+type RunEnd = Option<(i64, chrono::Duration)>;
+
+impl Script {
+    /// Every run ends the same way (annotations, a command read at a glance).
+    fn fixed(&self) -> RunEnd {
+        let after = self.exit_after?;
+        Some((
+            self.exit_code?,
+            chrono::Duration::from_std(after).unwrap_or(chrono::Duration::MAX),
+        ))
+    }
 }
 
 /// What a container's command tells of its lifetime, when kemu can tell:
@@ -172,17 +191,23 @@ impl Script {
         // does its work does; long-running Pods (`Always`) keep running,
         // unless the first container's command tells otherwise.
         let batch = !matches!(p["spec"]["restartPolicy"].as_str(), None | Some("Always"));
-        let told = lifetime(&p["spec"]["containers"][0]);
+        let first = &p["spec"]["containers"][0];
+        let told = lifetime(first);
+        let process = exit_code.is_none()
+            && exit_after.is_none()
+            && told.is_none()
+            && process::script(first).is_some();
         let (exit_code, exit_after) = match (exit_code, exit_after, told) {
             (None, None, Some(Lifetime::Forever)) => (None, None),
             (None, None, Some(Lifetime::Exits(code, after))) => (Some(code), Some(after)),
-            (None, None, None) if batch => (Some(0), Some(Duration::ZERO)),
+            (None, None, None) if batch && !process => (Some(0), Some(Duration::ZERO)),
             (code, after, _) => (code, after),
         };
         Self {
             exit_code: exit_code.or(exit_after.map(|_| 0)),
             exit_after: exit_after.or(exit_code.map(|_| Duration::ZERO)),
             never_ready: obj::annotation(p, READY) == Some("never"),
+            process,
         }
     }
 }
@@ -203,23 +228,35 @@ fn backoff(restarts: i64) -> chrono::Duration {
     obj::secs(secs)
 }
 
-/// Walks the container's life from `first_run` to `now`: (state, restarts,
-/// last termination, next instant something changes).
+/// Where a walk of a container's life got to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Walk {
+    /// (state, restarts, last termination, next instant something changes).
+    Done(Run, i64, Option<Run>, Option<DateTime<Utc>>),
+    /// How run N (from 0), which starts at this instant, ends is not known
+    /// yet.
+    Needs(usize, DateTime<Utc>),
+}
+
+/// Walks the container's life from `first_run` to `now`, each run ending
+/// as `end(n)` says (`None`: not known yet).
 fn timeline(
     first_run: DateTime<Utc>,
     now: DateTime<Utc>,
-    script: Script,
+    end: impl Fn(usize) -> Option<RunEnd>,
     policy: &str,
-) -> (Run, i64, Option<Run>, Option<DateTime<Utc>>) {
-    let (Some(code), Some(after)) = (script.exit_code, script.exit_after) else {
-        return (Run::Running { since: first_run }, 0, None, None);
-    };
-    let after = chrono::Duration::from_std(after).unwrap_or(chrono::Duration::MAX);
+) -> Walk {
     let (mut since, mut restarts, mut last) = (first_run, 0i64, None);
-    loop {
+    for n in 0usize.. {
+        let Some(run_end) = end(n) else {
+            return Walk::Needs(n, since);
+        };
+        let Some((code, after)) = run_end else {
+            return Walk::Done(Run::Running { since }, restarts, last, None);
+        };
         let finished = obj::shift(since, after);
         if finished > now {
-            return (Run::Running { since }, restarts, last, Some(finished));
+            return Walk::Done(Run::Running { since }, restarts, last, Some(finished));
         }
         let exited = Run::Exited {
             code,
@@ -232,16 +269,17 @@ fn timeline(
             _ => true,
         };
         if !restart {
-            return (exited, restarts, last, None);
+            return Walk::Done(exited, restarts, last, None);
         }
         restarts += 1;
         last = Some(exited);
         let until = obj::shift(finished, backoff(restarts));
         if until > now {
-            return (Run::BackOff { until }, restarts, last, Some(until));
+            return Walk::Done(Run::BackOff { until }, restarts, last, Some(until));
         }
         since = until;
     }
+    Walk::Done(Run::Running { since }, restarts, last, None)
 }
 
 fn terminated(code: i64, started: DateTime<Utc>, finished: DateTime<Utc>, cid: &str) -> Value {
@@ -277,6 +315,9 @@ pub struct Kubelet {
     // (node, image) pairs already pulled: later Pods find the image present.
     pulled: Mutex<std::collections::HashSet<(String, String)>>,
     sandboxes: Option<Arc<Sandboxes>>,
+    opener: Option<Opener>,
+    /// How each run of a Pod's script ended, by Pod UID.
+    runs: Arc<Mutex<HashMap<String, Vec<RunEnd>>>>,
 }
 
 impl Kubelet {
@@ -286,14 +327,20 @@ impl Kubelet {
         recorder: Recorder,
         config: KubeletConfig,
         sandboxes: Option<Arc<Sandboxes>>,
+        opener: Option<Opener>,
     ) -> Registration {
         let queue = rt.queue("kubelet");
+        let runs: Arc<Mutex<HashMap<String, Vec<RunEnd>>>> = Arc::default();
         if let Some(s) = &sandboxes {
             let q = queue.clone();
             s.subscribe("kubelet", move |ns, name| q.add(ObjKey::new(ns, name)));
         }
         let q = queue.clone();
+        let forget = runs.clone();
         rt.informer(kinds::POD).on_change(move |c| {
+            if c.kind == EventType::Deleted {
+                forget.lock().remove(obj::uid(&c.new));
+            }
             if c.kind != EventType::Deleted
                 && !c.is_resync()
                 && c.new["spec"]["nodeName"]
@@ -313,6 +360,8 @@ impl Kubelet {
                 ips: Mutex::default(),
                 pulled: Mutex::default(),
                 sandboxes,
+                opener,
+                runs,
             }),
         }
     }
@@ -383,6 +432,43 @@ impl Kubelet {
             Err(_) => Some(format!(
                 "Get \"http://{pod_ip}:{port}{path}\": dial tcp {pod_ip}:{port}: connect: connection refused"
             )),
+        }
+    }
+
+    /// Runs the Pod's script for each run that has started by `now` and
+    /// whose end is not known yet, in the container's files as they stand.
+    async fn run_processes(
+        &self,
+        pod: &Value,
+        first_run: DateTime<Utc>,
+        now: DateTime<Utc>,
+        policy: &str,
+    ) {
+        let uid = obj::uid(pod).to_owned();
+        let first = &pod["spec"]["containers"][0];
+        let (Some(opener), Some(command)) = (&self.opener, process::script(first)) else {
+            return;
+        };
+        loop {
+            let known = self.runs.lock().get(&uid).cloned().unwrap_or_default();
+            let Walk::Needs(n, since) = timeline(first_run, now, |n| known.get(n).copied(), policy)
+            else {
+                return;
+            };
+            let outcome =
+                process::run(opener.open(pod, first), command.clone(), since.timestamp()).await;
+            let end = match outcome {
+                process::Outcome::Forever => None,
+                process::Outcome::Exits(code, after) => Some((
+                    i64::from(code),
+                    chrono::Duration::from_std(after).unwrap_or(chrono::Duration::MAX),
+                )),
+            };
+            let mut runs = self.runs.lock();
+            let entry = runs.entry(uid.clone()).or_default();
+            if entry.len() == n {
+                entry.push(end);
+            }
         }
     }
 
@@ -489,6 +575,9 @@ impl Kubelet {
             .as_array()
             .cloned()
             .unwrap_or_default();
+        if script.process && running_now {
+            self.run_processes(&pod, first_run, now, &policy).await;
+        }
         for c in &containers {
             let name = c["name"].as_str().unwrap_or("").to_owned();
             let image = c["image"].as_str().unwrap_or("").to_owned();
@@ -532,7 +621,24 @@ impl Kubelet {
                 statuses.push(cs);
                 continue;
             }
-            let (run, restarts, last, next) = timeline(first_run, now, script, &policy);
+            let runs = self
+                .runs
+                .lock()
+                .get(obj::uid(&pod))
+                .cloned()
+                .unwrap_or_default();
+            let end = |n: usize| {
+                if script.process {
+                    runs.get(n).copied()
+                } else {
+                    Some(script.fixed())
+                }
+            };
+            let (run, restarts, last, next) = match timeline(first_run, now, end, &policy) {
+                Walk::Done(run, restarts, last, next) => (run, restarts, last, next),
+                // Not reached: every run started by now was run above.
+                Walk::Needs(_, since) => (Run::Running { since }, 0, None, None),
+            };
             wake = match (wake, next) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -973,8 +1079,12 @@ mod tests {
             exit_code: Some(1),
             exit_after: Some(Duration::ZERO),
             never_ready: false,
+            process: false,
         };
-        let (run, restarts, _, next) = timeline(t0, t0, s, "Always");
+        let end = |_| Some(s.fixed());
+        let Walk::Done(run, restarts, _, next) = timeline(t0, t0, end, "Always") else {
+            panic!("walk");
+        };
         assert_eq!(restarts, 1);
         assert_eq!(
             run,
@@ -983,10 +1093,47 @@ mod tests {
             }
         );
         assert_eq!(next, Some(t0 + obj::secs(10)));
-        let (_, restarts, _, _) = timeline(t0, t0 + obj::secs(10 + 20 + 1), s, "Always");
-        assert_eq!(restarts, 3);
-        let (run, restarts, _, _) = timeline(t0, t0, s, "Never");
-        assert_eq!(restarts, 0);
-        assert!(matches!(run, Run::Exited { code: 1, .. }));
+        let walk = timeline(t0, t0 + obj::secs(10 + 20 + 1), end, "Always");
+        assert!(matches!(walk, Walk::Done(_, 3, _, _)), "{walk:?}");
+        let walk = timeline(t0, t0, end, "Never");
+        assert!(
+            matches!(walk, Walk::Done(Run::Exited { code: 1, .. }, 0, _, _)),
+            "{walk:?}"
+        );
+    }
+
+    #[test]
+    fn each_run_ends_as_its_script_did() {
+        let t0 = DateTime::from_timestamp(0, 0).unwrap_or_default();
+        // Fails once, then succeeds: restarted in place under OnFailure.
+        let runs = [Some((1, chrono::Duration::zero())), Some((0, obj::secs(5)))];
+        let walk = timeline(t0, t0, |n| runs.get(n).copied(), "OnFailure");
+        assert!(
+            matches!(walk, Walk::Done(Run::BackOff { .. }, 1, _, _)),
+            "{walk:?}"
+        );
+        let at = t0 + obj::secs(10);
+        assert_eq!(
+            timeline(t0, at, |n| runs.get(n).copied(), "OnFailure"),
+            Walk::Done(
+                Run::Running { since: at },
+                1,
+                Some(Run::Exited {
+                    code: 1,
+                    started: t0,
+                    finished: t0
+                }),
+                Some(at + obj::secs(5))
+            )
+        );
+        assert!(matches!(
+            timeline(t0, at + obj::secs(5), |n| runs.get(n).copied(), "OnFailure"),
+            Walk::Done(Run::Exited { code: 0, .. }, 1, _, None)
+        ));
+        // The second run's end is asked for once it has started.
+        assert_eq!(
+            timeline(t0, at, |n| runs[..1].get(n).copied(), "OnFailure"),
+            Walk::Needs(1, at)
+        );
     }
 }

@@ -109,6 +109,8 @@ pub struct ControllerConfig {
     /// The cluster's simulated containers, whose servers answer the
     /// kubelet's HTTP probes once exec has changed their files.
     pub sandboxes: Option<Arc<crate::exec::Sandboxes>>,
+    /// Opens the cluster's containers: the kubelet runs their shell scripts.
+    pub opener: Option<crate::exec::Opener>,
 }
 
 impl Default for ControllerConfig {
@@ -123,6 +125,7 @@ impl Default for ControllerConfig {
             custom_types: None,
             event_ttl: event_ttl::DEFAULT_TTL,
             sandboxes: None,
+            opener: None,
         }
     }
 }
@@ -189,6 +192,7 @@ impl Controllers {
                 recorder.clone(),
                 config.kubelet,
                 config.sandboxes.clone(),
+                config.opener.clone(),
             ),
             heartbeat::Heartbeat::register(&rt),
             statefulset::StatefulSetController::register(&rt, recorder.clone()),

@@ -14,6 +14,8 @@
 //! - [`tar`]: `tar` as `kubectl cp` runs it.
 //! - [`ports`]: what answers on a Pod's ports (the servers of nginx, httpd
 //!   and agnhost) when a client port-forwards to it.
+//! - [`process`]: a container's own shell script, run by the kubelet on a
+//!   clock of its own (its exit code and how long it runs).
 //! - [`session`]: one exec or attach: the shell on its own thread, fed by a
 //!   stream's stdin, with a terminal's line discipline under `tty`.
 //!
@@ -28,6 +30,7 @@
 pub mod env;
 pub mod fs;
 pub mod ports;
+pub mod process;
 pub mod session;
 pub mod shell;
 pub mod tar;
@@ -84,6 +87,56 @@ struct State {
     claims: HashMap<(String, String), SharedTree>,
     hosts: HashMap<(String, String), SharedTree>,
     serial: u64,
+    /// How many Pod boxes make the next look for gone Pods.
+    gc_at: usize,
+}
+
+/// Opens a Pod's containers as an exec into them would find them, for the
+/// kubelet (the engine binds the cluster's store and record).
+#[derive(Clone)]
+pub struct Opener(std::sync::Arc<OpenFn>);
+
+type OpenFn = dyn Fn(&Value, &Value) -> Container + Send + Sync;
+
+impl Opener {
+    /// An opener of (Pod, container).
+    pub fn new(f: impl Fn(&Value, &Value) -> Container + Send + Sync + 'static) -> Self {
+        Opener(std::sync::Arc::new(f))
+    }
+
+    /// The Pod's container.
+    pub fn open(&self, pod: &Value, container: &Value) -> Container {
+        (self.0)(pod, container)
+    }
+}
+
+impl std::fmt::Debug for Opener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Opener")
+    }
+}
+
+/// The Pod's container as it stands in the cluster: its volumes from the
+/// store, the ServiceAccount token signed for the cluster.
+pub fn open(
+    sandboxes: &Sandboxes,
+    store: &dyn crate::store::Store,
+    record: &kemu_shared::ClusterRecord,
+    pod: &Value,
+    container: &Value,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Container {
+    let node = pod["spec"]["nodeName"]
+        .as_str()
+        .and_then(|n| store.get(&crate::store::ObjectKey::new("nodes", "", n)));
+    let ctx = Ctx {
+        store,
+        record,
+        pod,
+        node: node.as_deref(),
+        now,
+    };
+    sandboxes.open(&ctx, container)
 }
 
 /// Told the namespace and name of a Pod whose containers' files an exec
@@ -177,13 +230,18 @@ impl Sandboxes {
         let image = container["image"].as_str().unwrap_or_default().to_owned();
         let host = hostname(ctx.pod);
         let mut state = self.state.lock();
-        let live: std::collections::HashSet<String> = ctx
-            .store
-            .snapshot("pods")
-            .iter(None, None)
-            .map(|(_, p)| obj::uid(&p).to_owned())
-            .collect();
-        state.pods.retain(|uid, _| live.contains(uid));
+        // Forget gone Pods once the boxes have doubled since the last look,
+        // so opening stays cheap when the kubelet opens every scripted Pod.
+        if state.pods.len() >= state.gc_at {
+            let live: std::collections::HashSet<String> = ctx
+                .store
+                .snapshot("pods")
+                .iter(None, None)
+                .map(|(_, p)| obj::uid(&p).to_owned())
+                .collect();
+            state.pods.retain(|uid, _| live.contains(uid));
+            state.gc_at = (state.pods.len() * 2).max(64);
+        }
         state.serial += 1;
         let serial = state.serial;
         let ns = obj::namespace(ctx.pod).to_owned();

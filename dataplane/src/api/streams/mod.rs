@@ -40,7 +40,6 @@ use crate::exec::ports::{self, Listeners};
 use crate::exec::session::{self, End};
 use crate::exec::shell::Host;
 use crate::exec::volumes;
-use crate::store::ObjectKey;
 
 /// Which stream was asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -252,19 +251,15 @@ fn websocket_protocol(offered: &[String], served: &[&str]) -> Result<String, Api
 
 /// Opens a container's sandbox.
 fn open(ctx: &Ctx, pod: &Value, container: &Value) -> crate::exec::Container {
-    let node = pod["spec"]["nodeName"]
-        .as_str()
-        .and_then(|n| ctx.store.get(&ObjectKey::new("nodes", "", n)));
-    let vctx = volumes::Ctx {
-        store: ctx.store.as_ref(),
-        record: &ctx.record,
+    let sandboxes = ctx.engine.sandboxes(&ctx.record.id.to_string());
+    crate::exec::open(
+        &sandboxes,
+        ctx.store.as_ref(),
+        &ctx.record,
         pod,
-        node: node.as_deref(),
-        now: ctx.now(),
-    };
-    ctx.engine
-        .sandboxes(&ctx.record.id.to_string())
-        .open(&vctx, container)
+        container,
+        ctx.now(),
+    )
 }
 
 fn accept_websocket(

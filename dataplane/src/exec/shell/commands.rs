@@ -11,11 +11,11 @@ use crate::exec::tar;
 
 /// Every command a container's shell knows.
 pub const NAMES: &[&str] = &[
-    ".", ":", "[", "basename", "bash", "break", "cat", "cd", "chmod", "command", "continue", "cp",
-    "date", "dd", "dirname", "echo", "env", "eval", "exec", "exit", "export", "false", "grep",
-    "head", "hostname", "id", "ln", "ls", "mkdir", "mv", "printenv", "printf", "pwd", "read", "rm",
-    "seq", "set", "sh", "shift", "sleep", "source", "tail", "tar", "test", "touch", "true", "type",
-    "uname", "unset", "wc", "which", "whoami",
+    ".", ":", "[", "[[", "basename", "bash", "break", "cat", "cd", "chmod", "command", "continue",
+    "cp", "date", "dd", "dirname", "echo", "env", "eval", "exec", "exit", "export", "expr",
+    "false", "grep", "head", "hostname", "id", "ln", "ls", "mkdir", "mv", "printenv", "printf",
+    "pwd", "read", "rm", "seq", "set", "sh", "shift", "sleep", "source", "tail", "tar", "test",
+    "touch", "true", "type", "uname", "unset", "wc", "which", "whoami",
 ];
 
 /// Directories a command's path may name (`/bin/cat`).
@@ -118,6 +118,15 @@ fn builtin(sh: &mut Shell, name: &'static str, argv: &[String], io: &mut Io) -> 
                 2
             }
         },
+        // ash's `[[ … ]]` of test's expressions (no `&&` inside).
+        "[[" => match args.split_last() {
+            Some((last, rest)) if last == "]]" => test(sh, rest, io, "[["),
+            _ => {
+                io.error("sh: [[: missing ]]");
+                2
+            }
+        },
+        "expr" => super::expr::expr(args, io),
         "sleep" => return sleep(sh, args, io),
         "exit" => {
             let code = match args.first() {

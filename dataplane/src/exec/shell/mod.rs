@@ -9,6 +9,7 @@
 
 mod arith;
 pub mod commands;
+mod expr;
 mod glob;
 pub mod parse;
 
