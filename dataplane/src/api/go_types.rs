@@ -76,6 +76,15 @@ pub fn omits_zero(definition: &str, field: &str) -> bool {
         .is_some_and(|[zero, ..]| !zero.is_empty())
 }
 
+/// Whether field `field` of `definition` is a Go pointer (omitted when
+/// nil, so a zero it holds was set and is kept).
+pub fn is_pointer(definition: &str, field: &str) -> bool {
+    types()
+        .get(definition)
+        .and_then(|f| f.get(field))
+        .is_some_and(|[zero, ..]| zero == "nil")
+}
+
 /// Drops from `v`, an object of `definition`, what Go's decoding would not
 /// keep, at every depth the Go types reach. Values of another shape than
 /// the type's are left alone (the decoder refuses them elsewhere).

@@ -142,15 +142,18 @@ fn layouts() -> &'static Layouts {
                         } else {
                             (Ty::parse(kind)?, f[3] == "repeated", None)
                         };
+                        let json = f[1].as_str()?.to_owned();
+                        // A pointer Go wrote is set, even to zero.
+                        let keep_zero = f[5] == 1 || crate::api::go_types::is_pointer(&name, &json);
                         Some((
                             tag,
                             Field {
-                                json: f[1].as_str()?.to_owned(),
+                                json,
                                 ty,
                                 repeated,
                                 map_value,
                                 message: f[4].as_str().map(str::to_owned),
-                                keep_zero: f[5] == 1,
+                                keep_zero,
                             },
                         ))
                     })
@@ -640,6 +643,8 @@ mod tests {
                         ..Default::default()
                     }),
                 }],
+                // A pointer set to zero.
+                active_deadline_seconds: Some(0),
                 // A repeated scalar Go writes unpacked.
                 security_context: Some(core::PodSecurityContext {
                     supplemental_groups: vec![1000, 2000],
@@ -673,6 +678,7 @@ mod tests {
                     }],
                     "volumes": [{ "name": "data", "emptyDir": {} }],
                     "securityContext": { "supplementalGroups": [1000, 2000] },
+                    "activeDeadlineSeconds": 0,
                 },
             })
         );
