@@ -8,6 +8,12 @@
 //!   state directory's replay and fixtures): clusters created since are
 //!   deleted and their listeners closed, deleted ones come back on their old
 //!   ports, every store holds its start-up objects, watches end.
+//! - `GET /kemu/requests?after=SEQ&cluster=NAME&status=4xx&api=eks`: the
+//!   request log ([`kemu_shared::observe`]) after a sequence number, filtered;
+//!   `wait=1` holds the answer until there is a record to give (up to 25 s),
+//!   for `kemu requests --follow`.
+//! - `GET /metrics`: every cluster's and facade's counters in Prometheus'
+//!   text format, with a `cluster` label.
 
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -94,7 +100,9 @@ impl Admin {
     pub fn configure(self: &Arc<Self>, cfg: &mut web::ServiceConfig) {
         cfg.app_data(web::Data::from(self.clone()))
             .route("/kemu/snapshot", web::get().to(snapshot))
-            .route("/kemu/reset", web::post().to(reset));
+            .route("/kemu/reset", web::post().to(reset))
+            .route("/kemu/requests", web::get().to(requests))
+            .route("/metrics", web::get().to(metrics));
     }
 }
 
@@ -110,6 +118,161 @@ async fn snapshot(admin: web::Data<Admin>) -> HttpResponse {
 async fn reset(admin: web::Data<Admin>) -> Result<HttpResponse, AdminError> {
     let (clusters, objects) = admin.reset()?;
     Ok(HttpResponse::Ok().json(json!({ "reset": true, "clusters": clusters, "objects": objects })))
+}
+
+/// Which requests a `/kemu/requests` call asks for.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct RequestFilter {
+    /// Only records after this sequence number.
+    #[serde(default)]
+    pub after: u64,
+    /// Only this cluster's (by name).
+    pub cluster: Option<String>,
+    /// Only these codes: `404`, or a class such as `4xx`.
+    pub status: Option<String>,
+    /// Only this API's: `kubernetes`, `eks`, `gke`, `aks`.
+    pub api: Option<String>,
+    /// Wait for a record when there is none yet.
+    #[serde(default)]
+    pub wait: u8,
+}
+
+impl RequestFilter {
+    /// Whether the record passes.
+    pub fn matches(&self, r: &kemu_shared::observe::Record) -> bool {
+        let status = r.status.to_string();
+        self.cluster
+            .as_deref()
+            .is_none_or(|c| r.cluster.as_deref() == Some(c))
+            && self.api.as_deref().is_none_or(|a| r.api == a)
+            && self.status.as_deref().is_none_or(|want| {
+                want.len() == 3
+                    && want
+                        .chars()
+                        .zip(status.chars())
+                        .all(|(w, s)| w == 'x' || w == 'X' || w == s)
+            })
+    }
+}
+
+async fn requests(admin: web::Data<Admin>, filter: web::Query<RequestFilter>) -> HttpResponse {
+    let observer = admin.kemu.registry().observer();
+    let pick = || -> Vec<kemu_shared::observe::Record> {
+        observer
+            .since(filter.after)
+            .into_iter()
+            .filter(|r| filter.matches(r))
+            .collect()
+    };
+    let mut found = pick();
+    if found.is_empty() && filter.wait > 0 {
+        // A follower's long poll: the next record, or an empty answer.
+        let deadline = admin.kemu.clock().sleep(std::time::Duration::from_secs(25));
+        tokio::pin!(deadline);
+        while found.is_empty() {
+            tokio::select! {
+                () = observer.appended() => found = pick(),
+                () = &mut deadline => break,
+            }
+        }
+    }
+    HttpResponse::Ok().json(found)
+}
+
+async fn metrics(admin: web::Data<Admin>) -> HttpResponse {
+    use std::fmt::Write as _;
+    let kemu = &admin.kemu;
+    let mut out = String::new();
+    let observer = kemu.registry().observer();
+    observer.render_requests(None, &mut out);
+    observer.render_facades(&mut out);
+    let clusters = kemu.registry().list(|_| true);
+    out.push_str(
+        "# HELP kemu_clusters Clusters kemu holds, by cloud.\n# TYPE kemu_clusters gauge\n",
+    );
+    for cloud in ["eks", "gke", "aks"] {
+        let n = clusters
+            .iter()
+            .filter(|c| format!("{:?}", c.cloud()).eq_ignore_ascii_case(cloud))
+            .count();
+        let _ = writeln!(out, "kemu_clusters{{cloud=\"{cloud}\"}} {n}");
+    }
+    if let Some(dp) = kemu.dataplane() {
+        out.push_str(kemu_dataplane::api::observe::STORAGE_HEAD);
+        for c in &clusters {
+            let cluster = kemu_dataplane::engine::ClusterContext {
+                id: c.id.clone(),
+                name: c.name.clone(),
+            };
+            kemu_dataplane::api::observe::render(dp.engine(), &cluster, true, &mut out);
+        }
+    }
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(out)
+}
+
+/// A query value, percent-encoded.
+pub fn query_escape(v: &str) -> String {
+    v.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// How `kemu requests` prints records: aligned columns (a header once), or
+/// JSON lines.
+#[derive(Debug)]
+pub struct RequestTable {
+    json: bool,
+    header: bool,
+}
+
+impl RequestTable {
+    /// A printer; `json` for JSON lines.
+    pub fn new(json: bool) -> Self {
+        Self {
+            json,
+            header: false,
+        }
+    }
+
+    /// Prints records to stdout.
+    pub fn print(&mut self, records: &[kemu_shared::observe::Record]) {
+        let mut out = std::io::stdout().lock();
+        for r in records {
+            if self.json {
+                let _ = writeln!(out, "{}", serde_json::to_string(r).unwrap_or_default());
+                continue;
+            }
+            if !self.header {
+                let _ = writeln!(
+                    out,
+                    "{:<24} {:<10} {:<16} {:<28} {:<22} {:<40} {:>6} {:>9}  REASON",
+                    "TIME", "API", "CLUSTER", "CALLER", "VERB", "RESOURCE", "STATUS", "LATENCY",
+                );
+                self.header = true;
+            }
+            let _ = writeln!(
+                out,
+                "{:<24} {:<10} {:<16} {:<28} {:<22} {:<40} {:>6} {:>7.1}ms  {}",
+                r.time,
+                r.api,
+                r.cluster.as_deref().unwrap_or("-"),
+                r.caller.as_deref().unwrap_or("-"),
+                r.verb,
+                r.resource.as_deref().unwrap_or(&r.path),
+                r.status,
+                r.latency_ms,
+                r.reason.as_deref().unwrap_or("")
+            );
+        }
+        let _ = out.flush();
+    }
 }
 
 /// What talking to a running kemu's admin endpoint can fail with.

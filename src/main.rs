@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
 use kemu::persist::{self, Persistence, SyncPolicy};
 use kemu::server::{self, Listeners};
@@ -50,6 +51,11 @@ struct Cli {
     /// default, 0, picks a free one: the ready line's `admin` says which.
     #[arg(long, env = "KEMU_ADMIN_PORT", default_value_t = 0)]
     admin_port: u16,
+    /// Also append every request kemu serves (facades and clusters) to FILE,
+    /// one JSON object per line (`kemu requests` reads the last 10,000 from
+    /// memory).
+    #[arg(long, env = "KEMU_REQUEST_LOG")]
+    request_log: Option<PathBuf>,
     /// Address the facades and cluster listeners bind to.
     #[arg(long, env = "KEMU_BIND_HOST", default_value = "127.0.0.1")]
     bind_host: String,
@@ -116,6 +122,27 @@ enum Admin {
         #[arg(long, env = "KEMU_ADMIN_URL")]
         admin: String,
     },
+    /// Print the requests a running kemu served: every facade and cluster.
+    Requests {
+        /// The admin endpoint: the ready line's `admin`.
+        #[arg(long, env = "KEMU_ADMIN_URL")]
+        admin: String,
+        /// Only this cluster's (its name).
+        #[arg(long)]
+        cluster: Option<String>,
+        /// Only these status codes: `404`, or a class such as `4xx`.
+        #[arg(long)]
+        status: Option<String>,
+        /// Only this API's: kubernetes, eks, gke or aks.
+        #[arg(long)]
+        api: Option<String>,
+        /// Keep printing requests as they come.
+        #[arg(long, short)]
+        follow: bool,
+        /// One JSON object per line instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() {
@@ -145,6 +172,37 @@ fn admin(command: &Admin) -> anyhow::Result<()> {
         Admin::Reset { admin } => {
             let body = kemu::admin::call(admin, "POST", "/kemu/reset")?;
             println!("{}", String::from_utf8_lossy(&body));
+        }
+        Admin::Requests {
+            admin,
+            cluster,
+            status,
+            api,
+            follow,
+            json,
+        } => {
+            let mut query = String::new();
+            for (k, v) in [("cluster", cluster), ("status", status), ("api", api)] {
+                if let Some(v) = v {
+                    query.push_str(&format!("&{k}={}", kemu::admin::query_escape(v)));
+                }
+            }
+            let mut after = 0;
+            let mut printer = kemu::admin::RequestTable::new(*json);
+            loop {
+                // A follower's call waits on the server for the next record.
+                let wait = if *follow { "&wait=1" } else { "" };
+                let path = format!("/kemu/requests?after={after}{query}{wait}");
+                let body = kemu::admin::call(admin, "GET", &path)?;
+                let records: Vec<kemu::shared::observe::Record> = serde_json::from_slice(&body)?;
+                if let Some(last) = records.last() {
+                    after = last.seq;
+                }
+                printer.print(&records);
+                if !*follow {
+                    break;
+                }
+            }
         }
     }
     Ok(())
@@ -209,6 +267,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         kemu::fixtures::dry_run(scratch, &fixtures, &cli.bind_host).await?;
     }
     let kemu = builder()?.build()?;
+    if let Some(path) = &cli.request_log {
+        kemu.registry()
+            .observer()
+            .log_to(path)
+            .with_context(|| format!("--request-log {}", path.display()))?;
+    }
     let persistence = load_state(&kemu, &cli)?;
     // A state directory or state file that already holds clusters is the
     // world the fixtures made on an earlier start: they are not loaded twice.

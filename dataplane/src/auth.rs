@@ -36,12 +36,12 @@ pub async fn authenticate(
                 .await
                 .map(ServiceResponse::map_into_left_body)
         }
-        Ok(Err(forbidden)) => Ok(req
-            .into_response(crate::api::wire::respond(
-                HttpResponse::Forbidden(),
-                &forbidden.status(),
-            ))
-            .map_into_right_body()),
+        Ok(Err(forbidden)) => {
+            let status = forbidden.status();
+            let mut res = crate::api::wire::respond(HttpResponse::Forbidden(), &status);
+            crate::error::mark(&mut res, &status);
+            Ok(req.into_response(res).map_into_right_body())
+        }
         Err(err) => Ok(req
             .into_response(err.error_response())
             .map_into_right_body()),

@@ -23,6 +23,8 @@ use crate::volumes::{self, Provisioner};
 pub struct ClusterContext {
     /// The cluster's id in the registry.
     pub id: String,
+    /// Its name in its cloud (the request log's).
+    pub name: String,
 }
 
 /// The shared Kubernetes API engine.

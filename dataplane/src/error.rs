@@ -226,6 +226,16 @@ impl ApiError {
     }
 }
 
+/// Puts the Status's reason and message on the answer for the request log.
+pub fn mark(res: &mut HttpResponse, status: &Value) {
+    let reason = status["reason"].as_str().unwrap_or("Unknown");
+    let message = status["message"].as_str().unwrap_or_default();
+    res.extensions_mut()
+        .insert(kemu_shared::observe::Refusal(format!(
+            "{reason}: {message}"
+        )));
+}
+
 fn details(t: &Target, causes: Option<&Vec<Cause>>) -> Value {
     // Empty fields are left out, as upstream's `omitempty` does.
     let mut d = json!({});
@@ -283,7 +293,10 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        crate::api::wire::respond(HttpResponse::build(self.status_code()), &self.status())
+        let mut res =
+            crate::api::wire::respond(HttpResponse::build(self.status_code()), &self.status());
+        mark(&mut res, &self.status());
+        res
     }
 }
 

@@ -18,6 +18,7 @@
 //! - [`config`]: addresses and switches chosen at start-up.
 //! - [`error`]: the shared error vocabulary every facade maps to its wire format.
 //! - [`facade`]: the handler trait every cloud facade implements, and its dispatcher.
+//! - [`observe`]: the request log and request counters every API feeds.
 //! - [`panics`]: what a panic caught at a request or reconcile boundary said.
 //! - [`persist`]: the [`Persist`] trait every piece of cloud state implements for
 //!   the state directory, snapshots and reset.
@@ -29,6 +30,7 @@ pub mod config;
 pub mod error;
 pub mod facade;
 pub mod kubeconfig;
+pub mod observe;
 pub mod panics;
 pub mod persist;
 pub mod pki;

@@ -47,6 +47,7 @@ struct Inner {
     clusters: RwLock<BTreeMap<ClusterId, ClusterRecord>>,
     dataplane: RwLock<Option<Arc<dyn DataPlaneHook>>>,
     authenticators: RwLock<BTreeMap<Cloud, Arc<dyn TokenAuthenticator>>>,
+    observer: crate::observe::Observer,
 }
 
 impl std::fmt::Debug for ClusterRegistry {
@@ -66,8 +67,14 @@ impl ClusterRegistry {
                 clusters: RwLock::new(BTreeMap::new()),
                 dataplane: RwLock::new(None),
                 authenticators: RwLock::new(BTreeMap::new()),
+                observer: crate::observe::Observer::default(),
             }),
         }
+    }
+
+    /// The request log and counters every API feeds.
+    pub fn observer(&self) -> &crate::observe::Observer {
+        &self.inner.observer
     }
 
     /// The clock the registry runs on.

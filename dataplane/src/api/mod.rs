@@ -16,6 +16,7 @@ pub mod health;
 pub mod log;
 pub mod managedfields;
 pub mod netpol;
+pub mod observe;
 pub mod oidc;
 pub mod openapi;
 pub mod options;
@@ -44,6 +45,7 @@ pub mod wire;
 /// Mounts every API route; anything else is a 404 `Status`.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/version", web::get().to(version::get))
+        .route("/metrics", web::get().to(observe::metrics))
         .route("/version/", web::get().to(version::get))
         .route("/healthz", web::get().to(health::get))
         .route("/livez", web::get().to(health::get))

@@ -1286,9 +1286,12 @@ const SCALE: &str = "io.k8s.api.autoscaling.v1.Scale";
 /// An error as upstream answers a request for a Table or metadata view:
 /// indented, and without the closing newline.
 fn indented(e: &ApiError) -> HttpResponse {
-    HttpResponse::build(e.status_code())
+    let status = e.status();
+    let mut res = HttpResponse::build(e.status_code())
         .content_type("application/json")
-        .body(wire::indent(&wire::to_vec(&e.status())))
+        .body(wire::indent(&wire::to_vec(&status)));
+    crate::error::mark(&mut res, &status);
+    res
 }
 
 /// How a strategic merge patch words a value of the wrong shape: it fails

@@ -140,7 +140,9 @@ impl ResponseError for SubresourceError {
         {
             response.insert_header(("Retry-After", retry_after.to_string()));
         }
-        wire::respond(response, &body)
+        let mut res = wire::respond(response, &body);
+        crate::error::mark(&mut res, &body);
+        res
     }
 }
 

@@ -44,7 +44,7 @@ pub enum DataPlaneError {
 
 enum Command {
     Serve {
-        id: String,
+        cluster: ClusterContext,
         engine: Engine,
         listener: TcpListener,
         tls: Box<rustls::ServerConfig>,
@@ -177,7 +177,10 @@ impl DataPlaneHook for DataPlane {
         self.inner
             .commands
             .send(Command::Serve {
-                id: record.id.clone(),
+                cluster: ClusterContext {
+                    id: record.id.clone(),
+                    name: record.name.clone(),
+                },
                 engine: self.inner.engine.clone(),
                 listener,
                 tls: Box::new(tls),
@@ -209,15 +212,17 @@ async fn control_loop(mut rx: mpsc::UnboundedReceiver<Command>) {
     while let Some(cmd) = rx.recv().await {
         match cmd {
             Command::Serve {
-                id,
+                cluster,
                 engine,
                 listener,
                 tls,
-            } => match start_server(id.clone(), engine, listener, *tls) {
+            } => match start_server(cluster.clone(), engine, listener, *tls) {
                 Ok(handle) => {
-                    servers.insert(id, handle);
+                    servers.insert(cluster.id, handle);
                 }
-                Err(e) => tracing::error!(cluster = %id, error = %e, "cluster listener failed"),
+                Err(e) => {
+                    tracing::error!(cluster = %cluster.name, error = %e, "cluster listener failed");
+                }
             },
             Command::Retire { id } => {
                 if let Some(handle) = servers.remove(&id) {
@@ -236,7 +241,7 @@ async fn control_loop(mut rx: mpsc::UnboundedReceiver<Command>) {
 }
 
 fn start_server(
-    id: String,
+    cluster: ClusterContext,
     engine: Engine,
     listener: TcpListener,
     mut tls: rustls::ServerConfig,
@@ -245,7 +250,7 @@ fn start_server(
     protocols.extend(std::mem::take(&mut tls.alpn_protocols));
     tls.alpn_protocols = protocols;
     let acceptor = Acceptor::new(tls);
-    let name = format!("kemu-cluster-{id}");
+    let name = format!("kemu-cluster-{}", cluster.id);
     // actix-web's HttpServer, spelled out to put SpdyUpgrade between TLS
     // and HTTP.
     let server = actix_server::Server::build()
@@ -255,7 +260,7 @@ fn start_server(
         .disable_signals()
         .shutdown_timeout(0)
         .listen(name, listener, move || {
-            let cluster = ClusterContext { id: id.clone() };
+            let cluster = cluster.clone();
             let engine = engine.clone();
             let app = App::new()
                 .wrap(actix_web::middleware::from_fn(crate::auth::authenticate))
@@ -265,6 +270,7 @@ fn start_server(
                 .wrap(actix_web::middleware::from_fn(
                     crate::api::recover::catch_panics,
                 ))
+                .wrap(actix_web::middleware::from_fn(crate::api::observe::record))
                 .configure(move |cfg| engine.configure(cfg, cluster));
             let http = HttpService::build()
                 .on_connect_ext(

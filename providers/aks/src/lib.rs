@@ -240,6 +240,10 @@ impl Aks {
 
 impl ApiHandler for Aks {
     const API_NAME: &'static str = "aks";
+
+    fn registry(&self) -> &ClusterRegistry {
+        &self.registry
+    }
     type Endpoint = Endpoint;
     type Error = Error;
 

@@ -355,6 +355,10 @@ impl ApiHandler for Eks {
     type Endpoint = Endpoint;
     type Error = Error;
 
+    fn registry(&self) -> &ClusterRegistry {
+        &self.registry
+    }
+
     fn panicked() -> Error {
         Error::Server("An internal error occurred. Please try again.".into())
     }

@@ -215,6 +215,10 @@ impl Gke {
 
 impl ApiHandler for Gke {
     const API_NAME: &'static str = "gke";
+
+    fn registry(&self) -> &ClusterRegistry {
+        &self.registry
+    }
     type Endpoint = Endpoint;
     type Error = Error;
 
