@@ -126,13 +126,27 @@ pub fn start_with(kemu: Kemu, listeners: &Listeners, extras: Extras) -> anyhow::
     let ca_bundle = listeners.run_dir.join("ca.pem");
     std::fs::write(&ca_bundle, kemu.facade_ca_pem())?;
 
-    let bind = |port: u16| TcpListener::bind((listeners.bind_host.as_str(), port));
+    // A port taken is named with the flag that moves it.
+    let bind = |port: u16, flag: &str| {
+        TcpListener::bind((listeners.bind_host.as_str(), port)).map_err(|e| {
+            let taken = e.kind() == std::io::ErrorKind::AddrInUse;
+            let advice = if taken {
+                format!(" (another process holds it: pass {flag} with another port, or 0 for a free one)")
+            } else {
+                String::new()
+            };
+            anyhow::anyhow!("cannot listen on {}:{port} for {flag}: {e}{advice}", listeners.bind_host)
+        })
+    };
     let (eks_l, gke_l, aks_l) = (
-        bind(listeners.eks_port)?,
-        bind(listeners.gke_port)?,
-        bind(listeners.aks_port)?,
+        bind(listeners.eks_port, "--eks-port")?,
+        bind(listeners.gke_port, "--gke-port")?,
+        bind(listeners.aks_port, "--aks-port")?,
     );
-    let admin_l = extras.admin_port.map(bind).transpose()?;
+    let admin_l = extras
+        .admin_port
+        .map(|p| bind(p, "--admin-port"))
+        .transpose()?;
     let url = |scheme: &str, l: &TcpListener| -> std::io::Result<String> {
         let port = l.local_addr()?.port();
         let host = advertised(&kemu.config().advertise_host);

@@ -128,3 +128,57 @@ async fn authorization_flag_takes_rbac_or_allow_all_only() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_port_in_use_names_the_port_and_its_flag() {
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kemu"))
+        .args(["--eks-port", "0", "--gke-port", &port, "--aks-port", "0"])
+        .arg("--run-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "Error: cannot listen on 127.0.0.1:{port} for --gke-port: Address already in use (os error 98) (another process holds it: pass --gke-port with another port, or 0 for a free one)"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn logs_into_a_pipe_carry_no_colour_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kemu"))
+        .args([
+            "--eks-port",
+            "0",
+            "--gke-port",
+            "0",
+            "--aks-port",
+            "0",
+            "--log",
+            "info",
+        ])
+        .arg("--run-dir")
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(" INFO "), "{err}");
+    assert!(!err.contains('\u{1b}'), "{err}");
+}
