@@ -14,6 +14,9 @@
 //!   for `kemu requests --follow`.
 //! - `GET /metrics`: every cluster's and facade's counters in Prometheus'
 //!   text format, with a `cluster` label.
+//! - `GET /kemu/ready`: the ready line (what `kemu env` builds its lines
+//!   from); `GET /kemu/clusters`: every cluster of every cloud;
+//!   `GET /kemu/kubeconfig?name=N[&cloud=C]`: a cluster-admin kubeconfig.
 
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -56,6 +59,7 @@ pub struct Admin {
     kemu: Kemu,
     persistence: Option<Persistence>,
     start: Mutex<Option<Arc<StateImage>>>,
+    ready: Mutex<Option<crate::server::ReadyLine>>,
     resetting: Mutex<()>,
 }
 
@@ -66,14 +70,16 @@ impl Admin {
             kemu,
             persistence,
             start: Mutex::new(None),
+            ready: Mutex::new(None),
             resetting: Mutex::new(()),
         }
     }
 
     /// Takes the current state as the one [`Admin::reset`] returns to. The
     /// binary calls it once start-up is complete, just before the ready line.
-    pub fn mark_start(&self) {
+    pub fn mark_start(&self, ready: &crate::server::ReadyLine) {
         *self.start.lock() = Some(Arc::new(persist::capture(&self.kemu)));
+        *self.ready.lock() = Some(ready.clone());
     }
 
     /// The whole state, as a state file.
@@ -102,6 +108,9 @@ impl Admin {
             .route("/kemu/snapshot", web::get().to(snapshot))
             .route("/kemu/reset", web::post().to(reset))
             .route("/kemu/requests", web::get().to(requests))
+            .route("/kemu/ready", web::get().to(ready))
+            .route("/kemu/clusters", web::get().to(clusters))
+            .route("/kemu/kubeconfig", web::get().to(kubeconfig))
             .route("/metrics", web::get().to(metrics));
     }
 }
@@ -177,6 +186,159 @@ async fn requests(admin: web::Data<Admin>, filter: web::Query<RequestFilter>) ->
         }
     }
     HttpResponse::Ok().json(found)
+}
+
+async fn ready(admin: web::Data<Admin>) -> HttpResponse {
+    match admin.ready.lock().clone() {
+        Some(r) => HttpResponse::Ok().json(r),
+        None => AdminError::NotStarted.error_response(),
+    }
+}
+
+/// One cluster as `kemu clusters` lists it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct ClusterRow {
+    /// `eks`, `gke` or `aks`.
+    pub cloud: String,
+    /// Its name.
+    pub name: String,
+    /// Account and region, project and location, or subscription, group
+    /// and location.
+    pub scope: String,
+    /// `PROVISIONING`, `RUNNING`, …
+    pub state: String,
+    /// Kubernetes minor.
+    pub version: String,
+    /// Its API server's URL (empty while it has none).
+    pub endpoint: String,
+    /// The kubeconfig a fixture wrote for it, if one did.
+    pub kubeconfig: String,
+}
+
+fn cloud_name(c: kemu_shared::Cloud) -> String {
+    format!("{c:?}").to_ascii_lowercase()
+}
+
+fn rows(admin: &Admin) -> Vec<ClusterRow> {
+    let ready = admin.ready.lock().clone();
+    admin
+        .kemu
+        .registry()
+        .list(|_| true)
+        .into_iter()
+        .map(|c| {
+            let cloud = cloud_name(c.cloud());
+            let scope = match &c.scope {
+                kemu_shared::OwnerScope::Eks { account, region } => format!("{account}/{region}"),
+                kemu_shared::OwnerScope::Gke { project, location } => {
+                    format!("{project}/{location}")
+                }
+                kemu_shared::OwnerScope::Aks {
+                    subscription,
+                    resource_group,
+                    location,
+                } => format!("{subscription}/{resource_group}/{location}"),
+            };
+            let kubeconfig = ready
+                .as_ref()
+                .and_then(|r| {
+                    r.clusters
+                        .iter()
+                        .find(|l| l.cloud == cloud && l.name == c.name)
+                })
+                .map(|l| l.kubeconfig.clone())
+                .unwrap_or_default();
+            ClusterRow {
+                endpoint: kemu_shared::advertise(&c).server_url().unwrap_or_default(),
+                state: format!("{:?}", c.lifecycle).to_ascii_uppercase(),
+                version: c.version.clone(),
+                name: c.name,
+                cloud,
+                scope,
+                kubeconfig,
+            }
+        })
+        .collect()
+}
+
+async fn clusters(admin: web::Data<Admin>) -> HttpResponse {
+    HttpResponse::Ok().json(rows(&admin))
+}
+
+/// Which cluster a kubeconfig is asked for.
+#[derive(Debug, serde::Deserialize)]
+struct KubeconfigQuery {
+    name: String,
+    cloud: Option<String>,
+}
+
+async fn kubeconfig(admin: web::Data<Admin>, q: web::Query<KubeconfigQuery>) -> HttpResponse {
+    let kemu = &admin.kemu;
+    let found: Vec<_> = kemu
+        .registry()
+        .list(|c| {
+            c.name == q.name
+                && q.cloud
+                    .as_deref()
+                    .is_none_or(|want| cloud_name(c.cloud()) == want)
+        })
+        .into_iter()
+        .collect();
+    let text = |code: StatusCode, body: String| {
+        HttpResponse::build(code)
+            .content_type("text/plain; charset=utf-8")
+            .body(body)
+    };
+    let record = match found.as_slice() {
+        [one] => one,
+        [] => {
+            return text(
+                StatusCode::NOT_FOUND,
+                format!("no cluster named {}\n", q.name),
+            );
+        }
+        _ => {
+            return text(
+                StatusCode::CONFLICT,
+                format!(
+                    "more than one cluster is named {}: say which cloud with --cloud\n",
+                    q.name
+                ),
+            );
+        }
+    };
+    let advertised = kemu_shared::advertise(record);
+    let (Some(server), Some(ca)) = (advertised.server_url(), advertised.ca_pem()) else {
+        return text(
+            StatusCode::CONFLICT,
+            format!(
+                "cluster {} has no API server yet (state {:?})\n",
+                record.name, record.lifecycle
+            ),
+        );
+    };
+    let user = "kemu-admin";
+    let cert = match record
+        .ca
+        .client_cert(user, &["system:masters".into()], kemu.clock().now())
+    {
+        Ok(c) => c,
+        Err(e) => return text(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")),
+    };
+    let context = format!("{}-{}", cloud_name(record.cloud()), record.name);
+    let body = kemu_shared::kubeconfig::render(
+        &context,
+        &server,
+        ca,
+        user,
+        &kemu_shared::kubeconfig::UserAuth::ClientCert {
+            cert_pem: cert.cert_pem,
+            key_pem: cert.key_pem,
+        },
+    );
+    HttpResponse::Ok()
+        .content_type("application/yaml")
+        .body(body)
 }
 
 async fn metrics(admin: web::Data<Admin>) -> HttpResponse {

@@ -15,8 +15,9 @@
 //!   (AKS over HTTPS), the ready line, clean shutdown.
 //! - [`persist`]: the state directory (write-ahead log + compaction), state
 //!   files for snapshot and restore, reset to the start-up state.
-//! - [`admin`]: the admin endpoint (`/kemu/snapshot`, `/kemu/reset`) and the
-//!   client `kemu snapshot` / `kemu reset` use.
+//! - [`admin`]: the admin endpoint (snapshot, reset, the request log,
+//!   clusters, kubeconfigs, metrics) and the client the `kemu` commands use.
+//! - [`env`]: the shell lines that point aws, gcloud and az at a kemu.
 //! - Crates: `kemu-shared` (registry, sentinel, PKI, clock), `kemu-dataplane`
 //!   (the Kubernetes API engine), `kemu-eks`, `kemu-gke`, `kemu-aks` (facades).
 //!
@@ -35,6 +36,7 @@
 //! ```
 
 pub mod admin;
+pub mod env;
 pub mod fixtures;
 pub mod persist;
 pub mod server;

@@ -122,6 +122,39 @@ enum Admin {
         #[arg(long, env = "KEMU_ADMIN_URL")]
         admin: String,
     },
+    /// Print the shell lines that point a cloud CLI at a running kemu:
+    /// `eval "$(kemu env aws)"`.
+    Env {
+        /// aws, gcloud or az.
+        #[arg(value_parser = ["aws", "gcloud", "az"])]
+        cli: String,
+        /// The admin endpoint: the ready line's `admin`.
+        #[arg(long, env = "KEMU_ADMIN_URL")]
+        admin: String,
+    },
+    /// List every cluster of every cloud a running kemu holds.
+    Clusters {
+        /// The admin endpoint: the ready line's `admin`.
+        #[arg(long, env = "KEMU_ADMIN_URL")]
+        admin: String,
+        /// JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print (or write) a cluster-admin kubeconfig for one cluster.
+    Kubeconfig {
+        /// The cluster's name.
+        name: String,
+        /// Its cloud (eks, gke or aks), when two clouds have one of that name.
+        #[arg(long)]
+        cloud: Option<String>,
+        /// Write it to FILE instead of stdout.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        /// The admin endpoint: the ready line's `admin`.
+        #[arg(long, env = "KEMU_ADMIN_URL")]
+        admin: String,
+    },
     /// Print the requests a running kemu served: every facade and cluster.
     Requests {
         /// The admin endpoint: the ready line's `admin`.
@@ -172,6 +205,51 @@ fn admin(command: &Admin) -> anyhow::Result<()> {
         Admin::Reset { admin } => {
             let body = kemu::admin::call(admin, "POST", "/kemu/reset")?;
             println!("{}", String::from_utf8_lossy(&body));
+        }
+        Admin::Env { cli, admin } => {
+            let body = kemu::admin::call(admin, "GET", "/kemu/ready")?;
+            let ready: kemu::server::ReadyLine = serde_json::from_slice(&body)?;
+            let lines = kemu::env::lines(cli, &ready)
+                .ok_or_else(|| anyhow::anyhow!("kemu env: unknown CLI {cli}"))?;
+            print!("{lines}");
+        }
+        Admin::Clusters { admin, json } => {
+            let body = kemu::admin::call(admin, "GET", "/kemu/clusters")?;
+            let rows: Vec<kemu::admin::ClusterRow> = serde_json::from_slice(&body)?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                println!(
+                    "{:<6} {:<24} {:<48} {:<13} {:<8} {:<30} KUBECONFIG",
+                    "CLOUD", "NAME", "SCOPE", "STATE", "VERSION", "ENDPOINT"
+                );
+                for r in rows {
+                    println!(
+                        "{:<6} {:<24} {:<48} {:<13} {:<8} {:<30} {}",
+                        r.cloud, r.name, r.scope, r.state, r.version, r.endpoint, r.kubeconfig
+                    );
+                }
+            }
+        }
+        Admin::Kubeconfig {
+            name,
+            cloud,
+            output,
+            admin,
+        } => {
+            let mut path = format!("/kemu/kubeconfig?name={}", kemu::admin::query_escape(name));
+            if let Some(c) = cloud {
+                path.push_str(&format!("&cloud={}", kemu::admin::query_escape(c)));
+            }
+            let body = kemu::admin::call(admin, "GET", &path)?;
+            match output {
+                Some(file) => {
+                    std::fs::write(file, &body)
+                        .with_context(|| format!("writing {}", file.display()))?;
+                    eprintln!("kemu: wrote {}", file.display());
+                }
+                None => print!("{}", String::from_utf8_lossy(&body)),
+            }
         }
         Admin::Requests {
             admin,
@@ -313,7 +391,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let signals = shutdown_signal()?;
     running.mark_started();
     println!("{}", serde_json::to_string(&running.ready)?);
-    eprintln!("{}", hint(&running.ready));
+    // Text for a person; never inside JSON logs.
+    if matches!(cli.log_format, LogFormat::Text) {
+        eprint!("{}", kemu::env::hint(&running.ready));
+    }
 
     signals.await;
     tracing::info!("shutting down");
@@ -335,22 +416,6 @@ fn aks_config(cli: &Cli) -> anyhow::Result<kemu_aks::AksConfig> {
             .insert(id.to_owned(), secret.to_owned());
     }
     Ok(config)
-}
-
-fn hint(ready: &server::ReadyLine) -> String {
-    format!(
-        "kemu is ready.\n  \
-         aws:    AWS_ENDPOINT_URL_EKS={} AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x aws eks list-clusters\n  \
-         gcloud: CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER={}/ CLOUDSDK_AUTH_ACCESS_TOKEN=x gcloud container clusters list\n  \
-         az:     export REQUESTS_CA_BUNDLE={} AZURE_CORE_INSTANCE_DISCOVERY=false\n          \
-                 az cloud register -n kemu --endpoint-resource-manager {}/ && az cloud set -n kemu\n          \
-                 az login --service-principal -u APP_ID -p SECRET --tenant {}",
-        ready.eks,
-        ready.gke,
-        ready.ca_bundle,
-        ready.aks,
-        kemu_aks::state::DEFAULT_TENANT
-    )
 }
 
 /// Resolves on SIGINT or SIGTERM; the handlers are installed when this returns.

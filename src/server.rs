@@ -98,7 +98,7 @@ impl Running {
             p.record_cloud(&self.kemu);
         }
         if let Some(admin) = &self.admin {
-            admin.mark_start();
+            admin.mark_start(&self.ready);
         }
     }
 

@@ -210,3 +210,112 @@ fn requests_and_metrics_show_what_every_client_did() {
     let _ = follow.kill();
     let _ = follow.wait();
 }
+
+const CLOUDS: &str = "clusters:
+  - {cloud: eks, name: web, region: us-east-1, nodePools: [{name: ng, count: 1}]}
+  - {cloud: gke, name: data, project: kemu-project, location: us-central1-a, nodePools: [{name: pool, count: 1}]}
+  - {cloud: aks, name: pay, subscription: 00000000-0000-0000-0000-00000000b2b2, resourceGroup: rg-pay, location: westeurope}
+";
+
+/// Runs `script` in bash in the sandbox with the `kemu` binary on PATH.
+fn bash(sandbox: &Sandbox, script: &str) -> std::process::Output {
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_kemu"))
+        .parent()
+        .unwrap()
+        .to_owned();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    sandbox
+        .command("bash")
+        .env("PATH", path)
+        .current_dir(sandbox.path("."))
+        .args(["-c", script])
+        .output()
+        .expect("run bash")
+}
+
+#[test]
+fn env_clusters_and_kubeconfig_work_as_printed() {
+    let sandbox = Sandbox::new();
+    let fixture = sandbox.path("clouds.yaml");
+    std::fs::write(&fixture, CLOUDS).unwrap();
+    let kemu = KemuProcess::start(&["--fixture", fixture.to_str().unwrap()]);
+    let admin = &kemu.ready.admin;
+
+    // Exactly what `kemu env` prints, evaluated, then each cloud's CLI.
+    let out = bash(
+        &sandbox,
+        &format!(
+            "set -e; eval \"$(kemu env aws --admin {admin})\"; aws eks list-clusters --output json"
+        ),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("\"web\""),
+        "{}",
+        text(&out)
+    );
+    let out = bash(
+        &sandbox,
+        &format!(
+            "set -e; eval \"$(kemu env gcloud --admin {admin})\"; gcloud container clusters list --format='value(name)'"
+        ),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "data",
+        "{}",
+        text(&out)
+    );
+    let out = bash(
+        &sandbox,
+        &format!(
+            "set -e; eval \"$(kemu env az --admin {admin})\"; az aks list --query '[].name' -o tsv"
+        ),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "pay",
+        "{}",
+        text(&out)
+    );
+
+    // Every cluster of every cloud, and a kubeconfig for one that kubectl uses.
+    let out = bash(&sandbox, &format!("kemu clusters --admin {admin}"));
+    assert!(out.status.success(), "{}", text(&out));
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    for (cloud, name) in [("eks", "web"), ("gke", "data"), ("aks", "pay")] {
+        assert!(
+            table.lines().any(|l| l.starts_with(cloud)
+                && l.contains(name)
+                && l.contains("RUNNING")
+                && l.contains("https://")),
+            "{table}"
+        );
+    }
+    let out = bash(
+        &sandbox,
+        &format!(
+            "set -e; kemu kubeconfig data --admin {admin} -o kc.yaml; kubectl --kubeconfig kc.yaml get nodes -o name"
+        ),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        1,
+        "{}",
+        text(&out)
+    );
+    let out = bash(&sandbox, &format!("kemu kubeconfig nope --admin {admin}"));
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no cluster named nope"),
+        "{}",
+        text(&out)
+    );
+}
