@@ -153,6 +153,9 @@ fn main() {
                     .await
                     .unwrap();
                 assert_eq!(resp.status(), 201);
+                // Read every body: a dropped one is reset, and hyper's client
+                // closes a connection that resets too many (GOAWAY).
+                resp.bytes().await.unwrap();
             }
         })
         .await;
@@ -172,6 +175,9 @@ fn main() {
                 c.post(&u)
                     .json(&json!({"metadata": {"name": format!("b-{i:05}"), "labels": {"app": "bench"}}, "data": {"k": "v"}}))
                     .send()
+                    .await
+                    .unwrap()
+                    .bytes()
                     .await
                     .unwrap();
             }
