@@ -2,7 +2,7 @@
 //! lines: what `kemu env aws|gcloud|az` prints (`eval "$(kemu env aws)"`)
 //! and the start-up hint repeats.
 //!
-//! - aws: the EKS endpoint (also STS's, which kemu answers), dummy keys and
+//! - aws: the EKS endpoint (also STS's, which kemu answers), the dummy keys kemu accepts (`test`) and
 //!   a region.
 //! - gcloud: a project, an access token, the container, Service Usage and
 //!   Compute endpoint overrides, no prompts or update checks.
@@ -41,8 +41,8 @@ pub fn lines(cli: &str, ready: &ReadyLine) -> Option<String> {
         "aws" => export(&[
             ("AWS_ENDPOINT_URL_EKS", &ready.eks),
             ("AWS_ENDPOINT_URL_STS", &ready.eks),
-            ("AWS_ACCESS_KEY_ID", "kemu"),
-            ("AWS_SECRET_ACCESS_KEY", "kemu"),
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
             ("AWS_REGION", "us-east-1"),
             ("AWS_DEFAULT_REGION", "us-east-1"),
         ]),

@@ -83,6 +83,14 @@ struct Cli {
     /// Seconds an AKS create, update or delete stays in progress.
     #[arg(long, env = "KEMU_AKS_PROVISIONING_DELAY", default_value_t = 0)]
     aks_provisioning_delay: u64,
+    /// Seconds an EKS cluster stays CREATING (and node groups, add-ons and
+    /// updates in their transitional status), as on AWS.
+    #[arg(long, env = "KEMU_EKS_PROVISIONING_DELAY", default_value_t = 0)]
+    eks_provisioning_delay: u64,
+    /// Seconds a GKE cluster stays PROVISIONING (updates RECONCILING,
+    /// deletions STOPPING) and its operations RUNNING, as on Google Cloud.
+    #[arg(long, env = "KEMU_GKE_PROVISIONING_DELAY", default_value_t = 0)]
+    gke_provisioning_delay: u64,
     /// Run the facades only: clusters show the sentinel endpoint and no CA.
     #[arg(long, env = "KEMU_NO_DATAPLANE")]
     no_dataplane: bool,
@@ -322,7 +330,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             })
             .dataplane(!cli.no_dataplane)
             .authorization(cli.authorization)
-            .aks_config(aks_config(&cli)?))
+            .aks_config(aks_config(&cli)?)
+            .eks_settings(kemu_eks::Settings {
+                provisioning: std::time::Duration::from_secs(cli.eks_provisioning_delay),
+                transition: std::time::Duration::from_secs(cli.eks_provisioning_delay),
+                ..Default::default()
+            })
+            .gke_options(kemu_gke::GkeOptions {
+                provisioning: std::time::Duration::from_secs(cli.gke_provisioning_delay),
+            }))
     };
     // A bad fixture fails here, before the real kemu holds any state (or
     // touches the state directory): the files are checked, then loaded into a
