@@ -16,7 +16,12 @@
 //!   text format, with a `cluster` label.
 //! - `GET /kemu/ready`: the ready line (what `kemu env` builds its lines
 //!   from); `GET /kemu/clusters`: every cluster of every cloud;
-//!   `GET /kemu/kubeconfig?name=N[&cloud=C]`: a cluster-admin kubeconfig.
+//!   `GET /kemu/kubeconfig?name=N[&cloud=C][&download=1]`: a cluster-admin
+//!   kubeconfig (`download=1` answers it as an attachment).
+//! - `GET /kemu/requests/stream?…`: the request log as server-sent events,
+//!   one record per event (`id` its sequence number), the ring's records
+//!   first, then each as it is made; `Last-Event-ID` resumes after one.
+//! - The web dashboard ([`crate::dashboard`]) unless turned off.
 
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -61,18 +66,26 @@ pub struct Admin {
     start: Mutex<Option<Arc<StateImage>>>,
     ready: Mutex<Option<crate::server::ReadyLine>>,
     resetting: Mutex<()>,
+    dashboard: bool,
 }
 
 impl Admin {
-    /// The admin surface of `kemu`, logging resets to `persistence` if set.
-    pub fn new(kemu: Kemu, persistence: Option<Persistence>) -> Self {
+    /// The admin surface of `kemu`, logging resets to `persistence` if set,
+    /// with the web dashboard if `dashboard`.
+    pub fn new(kemu: Kemu, persistence: Option<Persistence>, dashboard: bool) -> Self {
         Self {
             kemu,
             persistence,
             start: Mutex::new(None),
             ready: Mutex::new(None),
             resetting: Mutex::new(()),
+            dashboard,
         }
+    }
+
+    /// The kemu it administers.
+    pub fn kemu(&self) -> &Kemu {
+        &self.kemu
     }
 
     /// Takes the current state as the one [`Admin::reset`] returns to. The
@@ -108,10 +121,14 @@ impl Admin {
             .route("/kemu/snapshot", web::get().to(snapshot))
             .route("/kemu/reset", web::post().to(reset))
             .route("/kemu/requests", web::get().to(requests))
+            .route("/kemu/requests/stream", web::get().to(request_stream))
             .route("/kemu/ready", web::get().to(ready))
             .route("/kemu/clusters", web::get().to(clusters))
             .route("/kemu/kubeconfig", web::get().to(kubeconfig))
             .route("/metrics", web::get().to(metrics));
+        if self.dashboard {
+            crate::dashboard::configure(cfg);
+        }
     }
 }
 
@@ -179,13 +196,72 @@ async fn requests(admin: web::Data<Admin>, filter: web::Query<RequestFilter>) ->
         let deadline = admin.kemu.clock().sleep(std::time::Duration::from_secs(25));
         tokio::pin!(deadline);
         while found.is_empty() {
+            let appended = observer.appended();
+            tokio::pin!(appended);
+            appended.as_mut().enable();
+            found = pick();
+            if !found.is_empty() {
+                break;
+            }
             tokio::select! {
-                () = observer.appended() => found = pick(),
+                () = appended => found = pick(),
                 () = &mut deadline => break,
             }
         }
     }
     HttpResponse::Ok().json(found)
+}
+
+/// How often an idle request stream sends a comment, so a browser that went
+/// away is noticed.
+const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(15);
+
+async fn request_stream(
+    admin: web::Data<Admin>,
+    req: actix_web::HttpRequest,
+    filter: web::Query<RequestFilter>,
+) -> HttpResponse {
+    let mut after = filter.after;
+    if let Some(last) = req
+        .headers()
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+    {
+        after = after.max(last);
+    }
+    let filter = filter.into_inner();
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    let kemu = admin.kemu.clone();
+    actix_rt::spawn(async move {
+        let observer = kemu.registry().observer();
+        loop {
+            let appended = observer.appended();
+            tokio::pin!(appended);
+            appended.as_mut().enable();
+            let found = observer.since(after);
+            if let Some(last) = found.last() {
+                after = last.seq;
+            }
+            for r in found.iter().filter(|r| filter.matches(r)) {
+                let data = serde_json::to_string(r).unwrap_or_default();
+                let ev = bytes::Bytes::from(format!("id: {}\ndata: {data}\n\n", r.seq));
+                if tx.send(ev).await.is_err() {
+                    return;
+                }
+            }
+            tokio::select! {
+                () = appended => {}
+                () = kemu.clock().sleep(HEARTBEAT) => {
+                    if tx.send(bytes::Bytes::from_static(b": idle\n\n")).await.is_err() {
+                        return;
+                    }
+                }
+                () = tx.closed() => return,
+            }
+        }
+    });
+    crate::dashboard::event_stream(rx)
 }
 
 async fn ready(admin: web::Data<Admin>) -> HttpResponse {
@@ -213,6 +289,21 @@ pub struct ClusterRow {
     pub endpoint: String,
     /// The kubeconfig a fixture wrote for it, if one did.
     pub kubeconfig: String,
+    /// Its node groups, node pools or agent pools.
+    #[serde(default, rename = "nodePools")]
+    pub node_pools: Vec<PoolRow>,
+}
+
+/// One node pool of a [`ClusterRow`].
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolRow {
+    /// Its name.
+    pub name: String,
+    /// How many Nodes it has.
+    pub count: u32,
+    /// Instance type, machine type or VM size.
+    pub machine_type: String,
 }
 
 fn cloud_name(c: kemu_shared::Cloud) -> String {
@@ -251,6 +342,15 @@ fn rows(admin: &Admin) -> Vec<ClusterRow> {
             ClusterRow {
                 endpoint: kemu_shared::advertise(&c).server_url().unwrap_or_default(),
                 state: format!("{:?}", c.lifecycle).to_ascii_uppercase(),
+                node_pools: c
+                    .node_pools
+                    .iter()
+                    .map(|p| PoolRow {
+                        name: p.name.clone(),
+                        count: p.count,
+                        machine_type: p.machine_type.clone(),
+                    })
+                    .collect(),
                 version: c.version.clone(),
                 name: c.name,
                 cloud,
@@ -270,6 +370,8 @@ async fn clusters(admin: web::Data<Admin>) -> HttpResponse {
 struct KubeconfigQuery {
     name: String,
     cloud: Option<String>,
+    #[serde(default)]
+    download: u8,
 }
 
 async fn kubeconfig(admin: web::Data<Admin>, q: web::Query<KubeconfigQuery>) -> HttpResponse {
@@ -309,12 +411,14 @@ async fn kubeconfig(admin: web::Data<Admin>, q: web::Query<KubeconfigQuery>) -> 
     };
     let advertised = kemu_shared::advertise(record);
     let (Some(server), Some(ca)) = (advertised.server_url(), advertised.ca_pem()) else {
+        let why = if matches!(record.serving, kemu_shared::Serving::Disabled) {
+            "kemu runs with --no-dataplane: start it without that flag to serve clusters".to_owned()
+        } else {
+            format!("state {:?}: ask again once it is running", record.lifecycle)
+        };
         return text(
             StatusCode::CONFLICT,
-            format!(
-                "cluster {} has no API server yet (state {:?})\n",
-                record.name, record.lifecycle
-            ),
+            format!("cluster {} has no API server ({why})\n", record.name),
         );
     };
     let user = "kemu-admin";
@@ -336,9 +440,15 @@ async fn kubeconfig(admin: web::Data<Admin>, q: web::Query<KubeconfigQuery>) -> 
             key_pem: cert.key_pem,
         },
     );
-    HttpResponse::Ok()
-        .content_type("application/yaml")
-        .body(body)
+    let mut answer = HttpResponse::Ok();
+    answer.content_type("application/yaml");
+    if q.download > 0 {
+        answer.insert_header((
+            "content-disposition",
+            format!("attachment; filename=\"{context}.kubeconfig\""),
+        ));
+    }
+    answer.body(body)
 }
 
 async fn metrics(admin: web::Data<Admin>) -> HttpResponse {

@@ -17,6 +17,8 @@
 //!   files for snapshot and restore, reset to the start-up state.
 //! - [`admin`]: the admin endpoint (snapshot, reset, the request log,
 //!   clusters, kubeconfigs, metrics) and the client the `kemu` commands use.
+//! - [`dashboard`]: the web dashboard on the admin endpoint (the bundle built
+//!   from `dashboard/`, and its relay of each cluster's watches).
 //! - [`env`]: the shell lines that point aws, gcloud and az at a kemu.
 //! - Crates: `kemu-shared` (registry, sentinel, PKI, clock), `kemu-dataplane`
 //!   (the Kubernetes API engine), `kemu-eks`, `kemu-gke`, `kemu-aks` (facades).
@@ -36,6 +38,7 @@
 //! ```
 
 pub mod admin;
+pub mod dashboard;
 pub mod env;
 pub mod fixtures;
 pub mod persist;

@@ -91,6 +91,9 @@ struct Cli {
     /// deletions STOPPING) and its operations RUNNING, as on Google Cloud.
     #[arg(long, env = "KEMU_GKE_PROVISIONING_DELAY", default_value_t = 0)]
     gke_provisioning_delay: u64,
+    /// Serve no web dashboard on the admin endpoint (its API stays).
+    #[arg(long, env = "KEMU_NO_DASHBOARD")]
+    no_dashboard: bool,
     /// Run the facades only: clusters show the sentinel endpoint and no CA.
     #[arg(long, env = "KEMU_NO_DATAPLANE")]
     no_dataplane: bool,
@@ -387,6 +390,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         server::Extras {
             admin_port: Some(cli.admin_port),
             persistence,
+            dashboard: !cli.no_dashboard,
         },
     )?;
     if resumed && !fixtures.is_empty() {

@@ -38,6 +38,8 @@ pub struct Extras {
     pub admin_port: Option<u16>,
     /// Where every mutating cloud call is logged.
     pub persistence: Option<Persistence>,
+    /// Whether the admin endpoint serves the web dashboard.
+    pub dashboard: bool,
 }
 
 /// The line printed on stdout once every listener is bound.
@@ -181,7 +183,11 @@ pub fn start_with(kemu: Kemu, listeners: &Listeners, extras: Extras) -> anyhow::
     ];
     let admin = admin_l
         .map(|l| -> std::io::Result<_> {
-            let admin = std::sync::Arc::new(Admin::new(kemu.clone(), extras.persistence.clone()));
+            let admin = std::sync::Arc::new(Admin::new(
+                kemu.clone(),
+                extras.persistence.clone(),
+                extras.dashboard,
+            ));
             let mount = admin.clone();
             let server = HttpServer::new(move || App::new().configure(|cfg| mount.configure(cfg)))
                 .workers(1)

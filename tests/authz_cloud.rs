@@ -175,7 +175,7 @@ fn flow(kemu: &Kemu, sandbox: &Sandbox, endpoint: &str) {
             .contains("User \"mapped-nobody\" cannot list resource \"pods\"")
     );
 
-    // A malformed token: 401, nothing created.
+    // A malformed token: 401 saying why, nothing created.
     assert_eq!(
         refused(
             &admin,
@@ -187,7 +187,7 @@ fn flow(kemu: &Kemu, sandbox: &Sandbox, endpoint: &str) {
                 "evil"
             ]
         ),
-        "error: You must be logged in to the server (Unauthorized)"
+        "error: You must be logged in to the server (Unauthorized: token is not base64url)"
     );
     // A client certificate from another CA, even naming system:masters: 401.
     let scope = OwnerScope::Eks {
@@ -219,7 +219,7 @@ fn flow(kemu: &Kemu, sandbox: &Sandbox, endpoint: &str) {
     assert!(!out.status.success(), "{}", text(&out));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim(),
-        "error: You must be logged in to the server (Unauthorized)"
+        "error: You must be logged in to the server (Unauthorized: the client certificate was not issued by cluster demo's CA (a kubeconfig from before a reset, or for another cluster?): get a fresh one with `aws eks update-kubeconfig --name demo --region us-east-1` (or `kemu kubeconfig demo`))"
     );
     assert!(
         refused(&admin, &["get", "namespace", "evil"]).contains("NotFound"),

@@ -158,8 +158,11 @@ fn cluster_flow(aws: &Aws, sandbox: &Sandbox) {
         "a token for b was accepted by demo: {}",
         text(&out)
     );
+    // It says whose token it is and how to get a right one.
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("Unauthorized"),
+        String::from_utf8_lossy(&out.stderr).contains(
+            "(Unauthorized: this token is for cluster b, not demo: get one for this cluster with `aws eks update-kubeconfig --name demo --region us-east-1` (or `kemu kubeconfig demo`))"
+        ),
         "{}",
         text(&out)
     );

@@ -133,7 +133,12 @@ async fn delays_follow_the_clock() {
     let (_, _, u) = api
         .post("/clusters/slow/updates", json!({"version": "1.35"}))
         .await;
-    assert_eq!(u["message"], "unsupported Kubernetes version 1.35");
+    let message = u["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("unsupported Kubernetes version 1.35. Supported versions: ")
+            && message.contains("1.34 (see `aws eks describe-cluster-versions`)"),
+        "{message}"
+    );
     let (s, _, u) = api
         .post(
             "/clusters/slow/update-config",

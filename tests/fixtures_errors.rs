@@ -223,3 +223,63 @@ fn scope_fields_must_match_the_cloud() {
     let err = fails(dir.path(), &["g.yaml"]);
     has(&err, &["g.yaml:2", "needs `subscription`"]);
 }
+
+/// A fixture cluster with one Deployment of `container` (YAML flow map).
+fn one_deployment(container: &str) -> String {
+    format!(
+        "clusters:
+  - cloud: gke
+    name: g
+    project: p
+    location: us-central1-a
+    nodePools: [{{name: pool, count: 2, machineType: e2-small}}]
+    manifests:
+      - yaml: |
+          apiVersion: apps/v1
+          kind: Deployment
+          metadata: {{name: web}}
+          spec:
+            replicas: 2
+            selector: {{matchLabels: {{app: web}}}}
+            template:
+              metadata: {{labels: {{app: web}}}}
+              spec: {{containers: [{container}]}}
+"
+    )
+}
+
+#[test]
+fn a_workload_that_cannot_schedule_fails_with_the_schedulers_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "f.yaml",
+        &one_deployment("{name: app, image: nginx, resources: {requests: {cpu: '64'}}}"),
+    );
+    let err = fails(dir.path(), &["f.yaml"]);
+    has(
+        &err,
+        &[
+            "f.yaml:9: Deployment web cannot become ready: Pod web-",
+            "cannot be scheduled: 0/2 nodes are available: 2 Insufficient cpu.",
+        ],
+    );
+}
+
+#[test]
+fn a_workload_whose_image_cannot_be_pulled_fails_with_the_kubelets_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "f.yaml",
+        &one_deployment("{name: app, image: 'nginx:nonexistent'}"),
+    );
+    let err = fails(dir.path(), &["f.yaml"]);
+    has(
+        &err,
+        &[
+            "f.yaml:9: Deployment web cannot become ready: Pod web-",
+            "container app is waiting in ImagePullBackOff: Back-off pulling image \"nginx:nonexistent\"",
+        ],
+    );
+}

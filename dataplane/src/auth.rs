@@ -203,7 +203,16 @@ fn identify(req: &ServiceRequest) -> Result<UserInfo, ApiError> {
         .map(str::trim);
     let Some(token) = bearer else {
         if bad_certificate {
-            return Err(ApiError::Unauthorized);
+            let (engine, cluster) = mounted(req)?;
+            let record = engine
+                .registry()
+                .get(&cluster.id)
+                .map_err(|_| ApiError::ClusterGone(cluster.id.clone()))?;
+            return Err(ApiError::UnauthorizedBecause(format!(
+                "the client certificate was not issued by cluster {}'s CA (a kubeconfig from before a reset, or for another cluster?): get a fresh one with {}",
+                record.name,
+                kemu_shared::kubeconfig::refresh_command(&record)
+            )));
         }
         return Ok(UserInfo {
             username: "system:anonymous".into(),
@@ -222,7 +231,13 @@ fn identify(req: &ServiceRequest) -> Result<UserInfo, ApiError> {
             Some(Ok(user)) => return Ok(user),
             Some(Err(reason)) => {
                 tracing::info!(cluster = %record.name, %reason, "service account token rejected");
-                return Err(ApiError::Unauthorized);
+                return Err(match issuing_cluster(engine, &record, token, now) {
+                    Some(other) => ApiError::UnauthorizedBecause(format!(
+                        "this ServiceAccount token was issued by cluster {other}, not {}: use a token of this cluster's (kubectl create token)",
+                        record.name
+                    )),
+                    None => ApiError::Unauthorized,
+                });
             }
             None => {}
         }
@@ -237,7 +252,30 @@ fn identify(req: &ServiceRequest) -> Result<UserInfo, ApiError> {
         Ok(None) => Err(ApiError::Unauthorized),
         Err(reason) => {
             tracing::info!(cluster = %record.name, %reason, "token rejected");
-            Err(ApiError::Unauthorized)
+            Err(ApiError::UnauthorizedBecause(reason))
         }
     }
+}
+
+/// The name of the other cluster whose ServiceAccount issued `token`, if one
+/// did (looked for only once the token failed here).
+fn issuing_cluster(
+    engine: &crate::engine::Engine,
+    record: &kemu_shared::ClusterRecord,
+    token: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<String> {
+    engine
+        .registry()
+        .list(|c| c.id != record.id)
+        .into_iter()
+        .find(|c| {
+            engine.store(&c.id).is_some_and(|store| {
+                matches!(
+                    crate::sa_token::authenticate(c, store.as_ref(), token, now),
+                    Some(Ok(_))
+                )
+            })
+        })
+        .map(|c| c.name)
 }

@@ -79,6 +79,9 @@ pub enum ApiError {
     /// No valid credential was presented.
     #[error("Unauthorized")]
     Unauthorized,
+    /// A credential kemu recognises was refused, with why and what to do.
+    #[error("Unauthorized: {0}")]
+    UnauthorizedBecause(String),
     /// The caller may not do this.
     #[error("{0}")]
     Forbidden(String),
@@ -157,7 +160,7 @@ impl ApiError {
             ApiError::Conflict { .. } | ApiError::ApplyConflict { .. } => "Conflict",
             ApiError::Invalid { .. } => "Invalid",
             ApiError::BadRequest(_) => "BadRequest",
-            ApiError::Unauthorized => "Unauthorized",
+            ApiError::Unauthorized | ApiError::UnauthorizedBecause(_) => "Unauthorized",
             ApiError::Forbidden(_) => "Forbidden",
             ApiError::MethodNotAllowed => "MethodNotAllowed",
             ApiError::NotAcceptable(_) => "NotAcceptable",
@@ -272,7 +275,7 @@ impl ResponseError for ApiError {
             | ApiError::ApplyConflict { .. } => StatusCode::CONFLICT,
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Unauthorized | ApiError::UnauthorizedBecause(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,

@@ -4,6 +4,26 @@
 use base64::Engine;
 use serde_json::json;
 
+use crate::cluster::{ClusterRecord, OwnerScope};
+
+/// The cloud CLI command that writes a working kubeconfig for `cluster`
+/// (what an error tells a caller holding stale or foreign credentials).
+pub fn refresh_command(cluster: &ClusterRecord) -> String {
+    let name = &cluster.name;
+    let cli = match &cluster.scope {
+        OwnerScope::Eks { region, .. } => {
+            format!("`aws eks update-kubeconfig --name {name} --region {region}`")
+        }
+        OwnerScope::Gke { project, location } => format!(
+            "`gcloud container clusters get-credentials {name} --location {location} --project {project}`"
+        ),
+        OwnerScope::Aks { resource_group, .. } => {
+            format!("`az aks get-credentials --resource-group {resource_group} --name {name}`")
+        }
+    };
+    format!("{cli} (or `kemu kubeconfig {name}`)")
+}
+
 /// How the kubeconfig's user authenticates.
 #[derive(Debug, Clone)]
 pub enum UserAuth {

@@ -194,9 +194,11 @@ impl Observer {
         ring.range(start..).cloned().collect()
     }
 
-    /// Waits until a record is appended.
-    pub async fn appended(&self) {
-        self.appended.notified().await;
+    /// Resolves once a record is appended after it is enabled (or first
+    /// polled): enable it before reading [`Observer::since`] so nothing
+    /// appended in between is missed.
+    pub fn appended(&self) -> tokio::sync::futures::Notified<'_> {
+        self.appended.notified()
     }
 
     /// kube-apiserver's request families, for one cluster (without the

@@ -118,10 +118,26 @@ impl ClusterRegistry {
             .read()
             .get(&cluster.cloud())
             .cloned();
-        match authenticator {
-            Some(a) => a.authenticate(cluster, token),
-            None => Ok(None),
-        }
+        let Some(a) = authenticator else {
+            return Ok(None);
+        };
+        a.authenticate(cluster, token).map_err(|reason| {
+            // A token bound to another cluster (EKS signs the cluster's name
+            // into it) is a mistake worth naming.
+            let other = self
+                .list(|c| c.id != cluster.id && c.cloud() == cluster.cloud())
+                .into_iter()
+                .find(|c| matches!(a.authenticate(c, token), Ok(Some(_))));
+            match other {
+                Some(other) => format!(
+                    "this token is for cluster {}, not {}: get one for this cluster with {}",
+                    other.name,
+                    cluster.name,
+                    crate::kubeconfig::refresh_command(cluster)
+                ),
+                None => reason,
+            }
+        })
     }
 
     /// The identity configuration `cluster`'s cloud maps callers through

@@ -62,6 +62,16 @@ pub fn supported_version(version: &str) -> bool {
     VERSIONS.iter().any(|v| v.0 == version)
 }
 
+/// EKS's refusal of a version it does not offer, with the ones it does.
+pub fn unsupported_version(version: &str) -> String {
+    let mut offered: Vec<&str> = VERSIONS.iter().map(|v| v.0).collect();
+    offered.sort_by_key(|v| minor(v));
+    format!(
+        "unsupported Kubernetes version {version}. Supported versions: {} (see `aws eks describe-cluster-versions`)",
+        offered.join(", ")
+    )
+}
+
 /// The platform version a new or upgraded cluster of `version` gets.
 pub fn platform_version(_version: &str) -> &'static str {
     "eks.5"

@@ -89,8 +89,8 @@ pub fn create(eks: &Eks, call: &Call) -> Result<Value, Error> {
     }
     let version = b.str("version").unwrap_or(DEFAULT_VERSION);
     if !catalog::supported_version(version) {
-        return Err(Error::InvalidParameter(format!(
-            "unsupported Kubernetes version {version}"
+        return Err(Error::InvalidParameter(catalog::unsupported_version(
+            version,
         )));
     }
     let tags = b.string_map("tags")?;
@@ -405,8 +405,8 @@ pub fn update_version(eks: &Eks, call: &Call, name: &str) -> Result<Value, Error
     eks.with_cluster(call, name, |rec, cs| {
         require_active(rec)?;
         if !catalog::supported_version(&version) {
-            return Err(Error::InvalidParameter(format!(
-                "unsupported Kubernetes version {version}"
+            return Err(Error::InvalidParameter(catalog::unsupported_version(
+                &version,
             )));
         }
         if catalog::minor(&version) != catalog::minor(&rec.version).map(|m| m + 1) {
