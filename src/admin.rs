@@ -470,14 +470,14 @@ async fn metrics(admin: web::Data<Admin>) -> HttpResponse {
         let _ = writeln!(out, "kemu_clusters{{cloud=\"{cloud}\"}} {n}");
     }
     if let Some(dp) = kemu.dataplane() {
-        out.push_str(kemu_dataplane::api::observe::STORAGE_HEAD);
-        for c in &clusters {
-            let cluster = kemu_dataplane::engine::ClusterContext {
+        let contexts: Vec<_> = clusters
+            .iter()
+            .map(|c| kemu_dataplane::engine::ClusterContext {
                 id: c.id.clone(),
                 name: c.name.clone(),
-            };
-            kemu_dataplane::api::observe::render(dp.engine(), &cluster, true, &mut out);
-        }
+            })
+            .collect();
+        kemu_dataplane::api::observe::render(dp.engine(), &contexts, true, &mut out);
     }
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")

@@ -25,6 +25,7 @@ use tokio::sync::mpsc;
 
 use crate::Kemu;
 use crate::admin::Admin;
+use crate::cluster_client::ClusterClient;
 
 /// The embedded bundle: path, content type, bytes.
 const ASSETS: &[(&str, &str, &[u8])] = &[
@@ -257,27 +258,8 @@ impl Relay {
             .registry()
             .get(&self.id)
             .map_err(|e| e.to_string())?;
-        let advertised = kemu_shared::advertise(&record);
-        let (Some(server), Some(ca)) = (advertised.server_url(), advertised.ca_pem()) else {
-            return Err(format!(
-                "the cluster has no API server yet (state {:?})",
-                record.lifecycle
-            ));
-        };
-        let cert = record
-            .ca
-            .client_cert(USER, &["system:masters".into()], self.kemu.clock().now())
-            .map_err(|e| e.to_string())?;
-        let identity =
-            reqwest::Identity::from_pem(format!("{}{}", cert.cert_pem, cert.key_pem).as_bytes())
-                .map_err(|e| e.to_string())?;
-        let ca = reqwest::Certificate::from_pem(ca.as_bytes()).map_err(|e| e.to_string())?;
-        let client = reqwest::Client::builder()
-            .tls_certs_only([ca])
-            .identity(identity)
-            .build()
-            .map_err(|e| e.to_string())?;
-        Ok((client, server))
+        let c = ClusterClient::admin(&self.kemu, &record, USER).map_err(|e| e.to_string())?;
+        Ok((c.http, c.server))
     }
 }
 

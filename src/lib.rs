@@ -17,6 +17,8 @@
 //!   files for snapshot and restore, reset to the start-up state.
 //! - [`admin`]: the admin endpoint (snapshot, reset, the request log,
 //!   clusters, kubeconfigs, metrics) and the client the `kemu` commands use.
+//! - [`cluster_client`]: a cluster-admin HTTPS client of a cluster's own
+//!   listener (fixtures apply through it, the dashboard reads through it).
 //! - [`dashboard`]: the web dashboard on the admin endpoint (the bundle built
 //!   from `dashboard/`, and its relay of each cluster's watches).
 //! - [`env`]: the shell lines that point aws, gcloud and az at a kemu.
@@ -38,6 +40,7 @@
 //! ```
 
 pub mod admin;
+pub mod cluster_client;
 pub mod dashboard;
 pub mod env;
 pub mod fixtures;

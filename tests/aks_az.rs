@@ -275,10 +275,11 @@ fn az_flow(kemu: &Kemu, sandbox: &Sandbox, arm: &str, ca: &std::path::Path) {
     let refused = sandbox.kubectl(&forged, &["get", "--raw", "/version"]);
     assert!(!refused.status.success(), "{}", text(&refused));
     // As kube-apiserver: the handshake takes the certificate, the x509
-    // authenticator refuses it (another CA), and no credential is left: 401.
+    // authenticator refuses it (another CA), and no credential is left: 401,
+    // saying how to get a working kubeconfig.
     assert_eq!(
         String::from_utf8_lossy(&refused.stderr).trim(),
-        "error: You must be logged in to the server (Unauthorized)",
+        "error: You must be logged in to the server (Unauthorized: the client certificate was not issued by cluster c1's CA (a kubeconfig from before a reset, or for another cluster?): get a fresh one with `az aks get-credentials --resource-group rg1 --name c1` (or `kemu kubeconfig c1`))",
         "{}",
         text(&refused)
     );

@@ -111,7 +111,10 @@ async fn tokens_are_bound_to_cluster_key_and_time() {
 
     // Bound to its cluster.
     let err = registry.authenticate_token(&beta, &a).unwrap_err();
-    assert!(err.contains("does not verify"), "{err}");
+    assert!(
+        err.starts_with("this token is for cluster alpha, not beta: get one for this cluster with `aws eks update-kubeconfig --name beta"),
+        "{err}"
+    );
     // Unknown keys and garbage are refused; other bearer tokens are not ours.
     let err = registry.authenticate_token(&alpha, &stranger).unwrap_err();
     assert!(err.contains("unknown access key"), "{err}");

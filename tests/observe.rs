@@ -158,12 +158,17 @@ fn requests_and_metrics_show_what_every_client_did() {
         "kemu_facade_requests_total{cloud=eks,operation=DescribeCluster,code=404}",
         "kemu_clusters{cloud=eks}",
         "apiserver_storage_objects{cluster=obs,resource=nodes}",
+        "workqueue_adds_total{cluster=obs,name=namespace}",
+        "kemu_watchers{cluster=obs,resource=pods}",
     ];
     let before = scrape(&sandbox, &metrics, &selectors);
     assert_eq!(before[selectors[0]], 1.0, "{before}");
     assert_eq!(before[selectors[1]], 1.0, "{before}");
     assert_eq!(before[selectors[2]], 1.0, "{before}");
     assert_eq!(before[selectors[3]], 1.0, "{before}");
+    // The controllers' queues and the store's watches (informers included).
+    assert!(before[selectors[4]].as_f64().unwrap() >= 1.0, "{before}");
+    assert!(before[selectors[5]].as_f64().unwrap() >= 1.0, "{before}");
     assert!(!kubectl(&["get", "configmap", "nope"]).status.success());
     let after = scrape(&sandbox, &metrics, &selectors);
     assert_eq!(after[selectors[0]], 2.0, "{after}");
@@ -178,6 +183,12 @@ fn requests_and_metrics_show_what_every_client_did() {
         "{own}"
     );
     assert!(!own.contains("cluster=\""));
+    assert!(
+        own.contains("# TYPE workqueue_depth gauge\n")
+            && own.contains("workqueue_depth{name=\"deployment\"} ")
+            && own.contains("workqueue_adds_total{name=\"scheduler\"} "),
+        "{own}"
+    );
 
     // --follow prints what comes next.
     let mut follow = Command::new(env!("CARGO_BIN_EXE_kemu"))

@@ -125,6 +125,23 @@ impl Engine {
             .map(|s| s.value().clone() as Arc<dyn Store>)
     }
 
+    /// The work queues of the cluster's controllers, with their counters.
+    pub fn queue_stats(&self, cluster_id: &str) -> Vec<crate::controllers::runtime::QueueStats> {
+        self.controllers
+            .get(cluster_id)
+            .map(|c| c.runtime().queue_stats())
+            .unwrap_or_default()
+    }
+
+    /// How many watches are open on each resource of the cluster's store
+    /// (its controllers' informers among them), by group-resource.
+    pub fn watchers(&self, cluster_id: &str) -> Vec<(String, usize)> {
+        self.stores
+            .get(cluster_id)
+            .map(|s| s.watchers())
+            .unwrap_or_default()
+    }
+
     /// The newest resourceVersion the cluster's store has issued: of its
     /// store, or of the store it had when it was retired.
     pub fn last_resource_version(&self, cluster_id: &str) -> Option<u64> {

@@ -147,37 +147,89 @@ fn labels_of(a: &Attributes, cluster: &ClusterContext, verb: &str) -> RequestLab
     }
 }
 
-/// The head of `apiserver_storage_objects`.
-pub const STORAGE_HEAD: &str = "# HELP apiserver_storage_objects Number of stored objects at the time of last check split by kind.\n# TYPE apiserver_storage_objects gauge\n";
+/// A `workqueue_*` family: name, type, help, and its value of a queue.
+type QueueFamily = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&crate::controllers::runtime::QueueStats) -> u64,
+);
 
-/// `apiserver_storage_objects` of one cluster (after [`STORAGE_HEAD`]).
-pub fn render(engine: &Engine, cluster: &ClusterContext, labelled: bool, out: &mut String) {
+/// The gauges and counters of `clusters`' stores and controllers, one family
+/// after another (Prometheus' text format keeps a family's samples together):
+/// `apiserver_storage_objects`, `kemu_watchers` (open watches per resource)
+/// and client-go's `workqueue_depth`, `workqueue_adds_total` and
+/// `workqueue_retries_total` per controller. `labelled` adds a `cluster`
+/// label (the admin endpoint's view of every cluster).
+pub fn render(engine: &Engine, clusters: &[ClusterContext], labelled: bool, out: &mut String) {
     use std::fmt::Write as _;
-    let Some(store) = engine.store(&cluster.id) else {
-        return;
-    };
-    let mut resources: Vec<String> = engine
-        .resources_of(&cluster.id)
-        .all()
-        .iter()
-        .map(|rt| group_resource(rt))
-        .collect();
-    resources.sort();
-    resources.dedup();
-    for r in resources {
-        let n = store.snapshot(&r).objects.len();
-        let cluster_label = if labelled {
+    let label = |cluster: &ClusterContext| {
+        if labelled {
             format!(
                 "cluster=\"{}\",",
                 kemu_shared::observe::escape(&cluster.name)
             )
         } else {
             String::new()
+        }
+    };
+    out.push_str("# HELP apiserver_storage_objects Number of stored objects at the time of last check split by kind.\n# TYPE apiserver_storage_objects gauge\n");
+    for cluster in clusters {
+        let Some(store) = engine.store(&cluster.id) else {
+            continue;
         };
-        let _ = writeln!(
-            out,
-            "apiserver_storage_objects{{{cluster_label}resource=\"{r}\"}} {n}"
-        );
+        let mut resources: Vec<String> = engine
+            .resources_of(&cluster.id)
+            .all()
+            .iter()
+            .map(|rt| group_resource(rt))
+            .collect();
+        resources.sort();
+        resources.dedup();
+        let l = label(cluster);
+        for r in resources {
+            let n = store.snapshot(&r).objects.len();
+            let _ = writeln!(out, "apiserver_storage_objects{{{l}resource=\"{r}\"}} {n}");
+        }
+    }
+    out.push_str("# HELP kemu_watchers Open watches on the store, by resource (controllers' informers included).\n# TYPE kemu_watchers gauge\n");
+    for cluster in clusters {
+        let l = label(cluster);
+        for (r, n) in engine.watchers(&cluster.id) {
+            let _ = writeln!(out, "kemu_watchers{{{l}resource=\"{r}\"}} {n}");
+        }
+    }
+    let queues: Vec<_> = clusters
+        .iter()
+        .map(|c| (label(c), engine.queue_stats(&c.id)))
+        .collect();
+    let families: [QueueFamily; 3] = [
+        (
+            "workqueue_depth",
+            "gauge",
+            "Current depth of workqueue",
+            |q| q.depth as u64,
+        ),
+        (
+            "workqueue_adds_total",
+            "counter",
+            "Total number of adds handled by workqueue",
+            |q| q.adds,
+        ),
+        (
+            "workqueue_retries_total",
+            "counter",
+            "Total number of retries handled by workqueue",
+            |q| q.retries,
+        ),
+    ];
+    for (name, kind, help, value) in families {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for (l, stats) in &queues {
+            for q in stats {
+                let _ = writeln!(out, "{name}{{{l}name=\"{}\"}} {}", q.name, value(q));
+            }
+        }
     }
 }
 
@@ -191,8 +243,7 @@ pub async fn metrics(
         .registry()
         .observer()
         .render_requests(Some(&cluster.id), &mut out);
-    out.push_str(STORAGE_HEAD);
-    render(&engine, &cluster, false, &mut out);
+    render(&engine, std::slice::from_ref(&**cluster), false, &mut out);
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(out))

@@ -437,6 +437,21 @@ pub struct Queue {
     name: &'static str,
     state: Mutex<QueueState>,
     notify: Notify,
+    adds: AtomicU64,
+    retries: AtomicU64,
+}
+
+/// What a work queue has done, as client-go's `workqueue_*` metrics count it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueStats {
+    /// The queue's (its controller's) name.
+    pub name: &'static str,
+    /// Keys waiting now.
+    pub depth: usize,
+    /// Keys added since it started (deduplicated adds not counted).
+    pub adds: u64,
+    /// Keys queued again after a failed reconcile.
+    pub retries: u64,
 }
 
 impl std::fmt::Debug for Queue {
@@ -453,6 +468,8 @@ impl Queue {
             name,
             state: Mutex::default(),
             notify: Notify::new(),
+            adds: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
         })
     }
 
@@ -462,12 +479,23 @@ impl Queue {
         if !s.dirty.insert(key.clone()) {
             return;
         }
+        self.adds.fetch_add(1, Ordering::Relaxed);
         if s.processing.contains(&key) {
             return;
         }
         s.queue.push_back(key);
         drop(s);
         self.notify.notify_one();
+    }
+
+    /// Its counters now.
+    pub fn stats(&self) -> QueueStats {
+        QueueStats {
+            name: self.name,
+            depth: self.len(),
+            adds: self.adds.load(Ordering::Relaxed),
+            retries: self.retries.load(Ordering::Relaxed),
+        }
     }
 
     async fn next(&self) -> ObjKey {
@@ -501,6 +529,7 @@ impl Queue {
     /// Counts a failure of `key`; answers the backoff before its retry: at once
     /// for the first, then 5 ms doubling to 1000 s (client-go's per-item limiter).
     fn failed(&self, key: &ObjKey) -> Duration {
+        self.retries.fetch_add(1, Ordering::Relaxed);
         let mut s = self.state.lock();
         let n = s.failures.entry(key.clone()).or_default();
         *n += 1;
@@ -751,6 +780,24 @@ impl Runtime {
                 q.add(key);
             }
         });
+    }
+
+    /// Every work queue's counters, those of one name summed, by name.
+    pub fn queue_stats(&self) -> Vec<QueueStats> {
+        let mut by_name: BTreeMap<&'static str, QueueStats> = BTreeMap::new();
+        for q in self.queues.lock().iter() {
+            let s = q.stats();
+            let sum = by_name.entry(s.name).or_insert(QueueStats {
+                name: s.name,
+                depth: 0,
+                adds: 0,
+                retries: 0,
+            });
+            sum.depth += s.depth;
+            sum.adds += s.adds;
+            sum.retries += s.retries;
+        }
+        by_name.into_values().collect()
     }
 
     /// A new named work queue.

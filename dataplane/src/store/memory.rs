@@ -124,6 +124,21 @@ pub struct MemoryStore {
     dictionaries: Dictionaries,
 }
 
+impl MemoryStore {
+    /// Open watches per resource, by group-resource, sorted.
+    pub fn watchers(&self) -> Vec<(String, usize)> {
+        let mut out: Vec<(String, usize)> = self
+            .events
+            .read()
+            .iter()
+            .map(|(r, tx)| (r.clone(), tx.receiver_count()))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        out.sort();
+        out
+    }
+}
+
 impl std::fmt::Debug for MemoryStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryStore")
