@@ -229,6 +229,9 @@ fn serve_facade(
             .configure(mount.clone())
     })
     .workers(1)
+    // As the clouds' endpoints and the cluster listeners: an SDK reusing a
+    // pooled connection after a pause is not reset.
+    .keep_alive(kemu_dataplane::listener::IDLE_TIMEOUT)
     .disable_signals()
     .shutdown_timeout(1);
     Ok(match tls {

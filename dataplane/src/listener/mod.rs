@@ -31,6 +31,10 @@ mod spdy_upgrade;
 
 use self::spdy_upgrade::SpdyUpgrade;
 
+/// How long an idle keep-alive connection stays open: kube-apiserver's
+/// `IdleTimeout` (90 s, Go's `DefaultTransport` keep-alive), so clients that
+/// reuse a connection after a pause do not meet a reset.
+pub const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(90);
 /// What starting or driving the data plane can fail with.
 #[derive(Debug, Error)]
 pub enum DataPlaneError {
@@ -273,6 +277,7 @@ fn start_server(
                 .wrap(actix_web::middleware::from_fn(crate::api::observe::record))
                 .configure(move |cfg| engine.configure(cfg, cluster));
             let http = HttpService::build()
+                .keep_alive(IDLE_TIMEOUT)
                 .on_connect_ext(
                     |io: &SpdyUpgrade<TlsStream<TcpStream>>, ext: &mut Extensions| {
                         identity::on_connect(io.get_ref() as &dyn std::any::Any, ext)
