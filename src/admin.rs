@@ -306,7 +306,8 @@ pub struct PoolRow {
     pub machine_type: String,
 }
 
-fn cloud_name(c: kemu_shared::Cloud) -> String {
+/// A cloud as the admin API and its URLs name it: `eks`, `gke`, `aks`.
+pub(crate) fn cloud_name(c: kemu_shared::Cloud) -> String {
     format!("{c:?}").to_ascii_lowercase()
 }
 
@@ -465,7 +466,7 @@ async fn metrics(admin: web::Data<Admin>) -> HttpResponse {
     for cloud in ["eks", "gke", "aks"] {
         let n = clusters
             .iter()
-            .filter(|c| format!("{:?}", c.cloud()).eq_ignore_ascii_case(cloud))
+            .filter(|c| cloud_name(c.cloud()) == cloud)
             .count();
         let _ = writeln!(out, "kemu_clusters{{cloud=\"{cloud}\"}} {n}");
     }

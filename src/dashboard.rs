@@ -107,7 +107,7 @@ async fn watch(admin: web::Data<Admin>, path: web::Path<(String, String)>) -> Ht
     let kemu = admin.kemu().clone();
     let found: Vec<_> = kemu
         .registry()
-        .list(|c| c.name == name && format!("{:?}", c.cloud()).eq_ignore_ascii_case(&cloud));
+        .list(|c| c.name == name && crate::admin::cloud_name(c.cloud()) == cloud);
     let Some(record) = found.into_iter().next() else {
         return HttpResponse::NotFound()
             .json(json!({ "error": format!("no {cloud} cluster named {name}") }));

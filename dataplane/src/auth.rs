@@ -154,7 +154,8 @@ fn mounted(
 }
 
 fn identify(req: &ServiceRequest) -> Result<UserInfo, ApiError> {
-    let mut bad_certificate = false;
+    // The cluster whose CA refused the client certificate, if one did.
+    let mut refused_by = None;
     if let Some(peer) = req.conn_data::<PeerIdentity>()
         && let Some(user) = &peer.user
     {
@@ -168,12 +169,12 @@ fn identify(req: &ServiceRequest) -> Result<UserInfo, ApiError> {
             // Not this cluster's: a bearer token may still authenticate,
             // but the caller is never anonymous.
             tracing::info!(cluster = %record.name, %user, "client certificate rejected");
-            bad_certificate = true;
+            refused_by = Some(record);
         }
     }
     if let Some(peer) = req.conn_data::<PeerIdentity>()
         && let Some(user) = &peer.user
-        && !bad_certificate
+        && refused_by.is_none()
     {
         let mut groups = peer.groups.clone();
         groups.push(AUTHENTICATED.to_owned());
@@ -202,12 +203,7 @@ fn identify(req: &ServiceRequest) -> Result<UserInfo, ApiError> {
         })
         .map(str::trim);
     let Some(token) = bearer else {
-        if bad_certificate {
-            let (engine, cluster) = mounted(req)?;
-            let record = engine
-                .registry()
-                .get(&cluster.id)
-                .map_err(|_| ApiError::ClusterGone(cluster.id.clone()))?;
+        if let Some(record) = refused_by {
             return Err(ApiError::UnauthorizedBecause(format!(
                 "the client certificate was not issued by cluster {}'s CA (a kubeconfig from before a reset, or for another cluster?): get a fresh one with {}",
                 record.name,
