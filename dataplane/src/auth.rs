@@ -223,7 +223,13 @@ fn identify(req: &ServiceRequest) -> Result<UserInfo, ApiError> {
         .map_err(|_| ApiError::ClusterGone(cluster.id.clone()))?;
     if let Some(store) = engine.store(&cluster.id) {
         let now = engine.registry().clock().now();
-        match crate::sa_token::authenticate(&record, store.as_ref(), token, now) {
+        match crate::sa_token::authenticate(
+            &record,
+            store.as_ref(),
+            engine.verified_tokens(),
+            token,
+            now,
+        ) {
             Some(Ok(user)) => return Ok(user),
             Some(Err(reason)) => {
                 tracing::info!(cluster = %record.name, %reason, "service account token rejected");
@@ -268,7 +274,13 @@ fn issuing_cluster(
         .find(|c| {
             engine.store(&c.id).is_some_and(|store| {
                 matches!(
-                    crate::sa_token::authenticate(c, store.as_ref(), token, now),
+                    crate::sa_token::authenticate(
+                        c,
+                        store.as_ref(),
+                        engine.verified_tokens(),
+                        token,
+                        now,
+                    ),
                     Some(Ok(_))
                 )
             })

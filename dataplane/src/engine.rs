@@ -45,6 +45,8 @@ pub struct Engine {
     retired: Arc<DashMap<String, u64>>,
     /// Where every store's writes are logged, when kemu persists its state.
     journal: Arc<parking_lot::RwLock<Option<Arc<dyn ClusterJournal>>>>,
+    /// ServiceAccount token signatures verified in the last 10 s.
+    verified_tokens: Arc<crate::sa_token::VerifiedTokens>,
 }
 
 /// The tokio runtime every cluster's controllers run on. Process-wide and never
@@ -76,6 +78,7 @@ impl Engine {
             authorization: Mode::default(),
             journal: Arc::default(),
             retired: Arc::default(),
+            verified_tokens: Arc::default(),
         }
     }
 
@@ -116,6 +119,11 @@ impl Engine {
     /// The registry the engine serves.
     pub fn registry(&self) -> &ClusterRegistry {
         &self.registry
+    }
+
+    /// ServiceAccount token signatures verified in the last 10 s on the clock.
+    pub fn verified_tokens(&self) -> &crate::sa_token::VerifiedTokens {
+        &self.verified_tokens
     }
 
     /// The store of a served cluster.

@@ -3,9 +3,12 @@
 //! tokens (issuer `kubernetes/serviceaccount`, valid while their Secret is),
 //! both signed with the cluster's [`ServiceAccountKey`](kemu_shared::ServiceAccountKey).
 
-use chrono::{DateTime, Utc};
+use std::sync::Arc;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use dashmap::DashMap;
 use kemu_shared::sentinel::advertise;
-use kemu_shared::{Cloud, ClusterRecord, OwnerScope, UserInfo};
+use kemu_shared::{Cloud, ClusterRecord, OwnerScope, ServiceAccountKey, UserInfo};
 use serde_json::{Value, json};
 use thiserror::Error;
 
@@ -18,6 +21,68 @@ pub const SECRET_TYPE: &str = "kubernetes.io/service-account-token";
 /// How far past `exp` (and before `nbf`) a token is still accepted, as
 /// upstream's JWT validation allows.
 const LEEWAY_SECONDS: i64 = 60;
+
+/// How long a verified signature is remembered: kube-apiserver's
+/// `TokenSuccessCacheTTL`.
+const VERIFIED_FOR: TimeDelta = TimeDelta::seconds(10);
+/// Tokens remembered before expired ones are swept (upstream's cache holds
+/// 32 stripes for 5,000 nodes and 10,000 namespaces).
+const VERIFIED_MAX: usize = 32_768;
+
+/// The tokens whose signatures verified in the last 10 s on the clock, so a
+/// token used again costs a hash instead of an ECDSA verification, as
+/// kube-apiserver caches successful token authentications that long. Unlike
+/// upstream's, only the signature is remembered: expiry, audiences and the
+/// objects a token names are checked on every request, so a deleted
+/// ServiceAccount or Pod ends its tokens at once.
+#[derive(Debug, Default)]
+pub struct VerifiedTokens {
+    /// SHA-256 of (key id, token) → the claims and until when they are kept.
+    entries: DashMap<[u8; 32], (Arc<Value>, DateTime<Utc>)>,
+}
+
+impl VerifiedTokens {
+    /// The claims of `token` if `key` signed it, from memory when it was
+    /// verified in the last 10 s.
+    pub fn verify(
+        &self,
+        key: &ServiceAccountKey,
+        token: &str,
+        now: DateTime<Utc>,
+    ) -> Option<Arc<Value>> {
+        let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+        ctx.update(key.kid().as_bytes());
+        ctx.update(&[0]);
+        ctx.update(token.as_bytes());
+        let mut id = [0u8; 32];
+        id.copy_from_slice(ctx.finish().as_ref());
+        if let Some(hit) = self.entries.get(&id)
+            && hit.1 > now
+        {
+            return Some(hit.0.clone());
+        }
+        let claims = Arc::new(key.verify_jwt(token)?);
+        if self.entries.len() >= VERIFIED_MAX {
+            self.entries.retain(|_, (_, until)| *until > now);
+            if self.entries.len() >= VERIFIED_MAX {
+                self.entries.clear();
+            }
+        }
+        self.entries
+            .insert(id, (claims.clone(), now + VERIFIED_FOR));
+        Some(claims)
+    }
+
+    /// How many tokens are remembered.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
 
 /// Why a ServiceAccount token was refused (logged; the caller sees 401).
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -138,10 +203,11 @@ pub fn legacy_claims(sa: &Value, secret: &Value) -> Value {
 pub fn authenticate(
     record: &ClusterRecord,
     store: &dyn Store,
+    verified: &VerifiedTokens,
     token: &str,
     now: DateTime<Utc>,
 ) -> Option<Result<UserInfo, TokenError>> {
-    authenticate_for(record, store, token, now, &api_audiences(record))
+    authenticate_for(record, store, verified, token, now, &api_audiences(record))
 }
 
 /// [`authenticate`] for the audiences a TokenReview asks about: a bound
@@ -149,6 +215,7 @@ pub fn authenticate(
 pub fn authenticate_for(
     record: &ClusterRecord,
     store: &dyn Store,
+    verified: &VerifiedTokens,
     token: &str,
     now: DateTime<Utc>,
     audiences: &[String],
@@ -159,7 +226,7 @@ pub fn authenticate_for(
     if iss != ours && iss != LEGACY_ISSUER {
         return None;
     }
-    let Some(claims) = record.sa_key.verify_jwt(token) else {
+    let Some(claims) = verified.verify(&record.sa_key, token, now) else {
         return Some(Err(TokenError::Signature));
     };
     Some(if iss == LEGACY_ISSUER {
@@ -404,7 +471,8 @@ mod tests {
             .sa_key
             .sign_jwt(&claims(&record, &req, clock.now()))
             .unwrap();
-        let user = authenticate(&record, &store, &token, clock.now())
+        let verified = VerifiedTokens::default();
+        let user = authenticate(&record, &store, &verified, &token, clock.now())
             .unwrap()
             .unwrap();
         assert_eq!(user.username, "system:serviceaccount:default:ci");
@@ -422,13 +490,13 @@ mod tests {
             .sign_jwt(&claims(&record, &other, clock.now()))
             .unwrap();
         assert!(matches!(
-            authenticate(&record, &store, &t, clock.now()),
+            authenticate(&record, &store, &verified, &t, clock.now()),
             Some(Err(TokenError::Audience(..)))
         ));
         // Expired once the clock passes exp plus the leeway.
         clock.advance(std::time::Duration::from_secs(661));
         assert_eq!(
-            authenticate(&record, &store, &token, clock.now()),
+            authenticate(&record, &store, &verified, &token, clock.now()),
             Some(Err(TokenError::Expired))
         );
         // Signed by another cluster's key for the same issuer: refused.
@@ -438,10 +506,66 @@ mod tests {
             .sign_jwt(&claims(&foreign, &req, clock.now()))
             .unwrap();
         assert_eq!(
-            authenticate(&record, &store, &t, clock.now()),
+            authenticate(&record, &store, &verified, &t, clock.now()),
             Some(Err(TokenError::Signature))
         );
         // Not a JWT at all: someone else's token.
-        assert!(authenticate(&record, &store, "k8s-aws-v1.abc", clock.now()).is_none());
+        assert!(authenticate(&record, &store, &verified, "k8s-aws-v1.abc", clock.now()).is_none());
+    }
+
+    #[test]
+    fn a_remembered_signature_still_needs_its_service_account() {
+        let clock = FakeClock::at_epoch();
+        let record = new_record(&clock);
+        let store = MemoryStore::new(clock.clone(), Default::default());
+        let key = ObjectKey::new("serviceaccounts", "default", "ci");
+        let sa = store
+            .create(
+                &key,
+                json!({"metadata": {"name": "ci", "namespace": "default"}}),
+            )
+            .unwrap();
+        let req = Request {
+            service_account: &sa,
+            audiences: vec![],
+            expiration_seconds: 3600,
+            bound: None,
+        };
+        let token = record
+            .sa_key
+            .sign_jwt(&claims(&record, &req, clock.now()))
+            .unwrap();
+        let verified = VerifiedTokens::default();
+        for _ in 0..3 {
+            assert!(matches!(
+                authenticate(&record, &store, &verified, &token, clock.now()),
+                Some(Ok(_))
+            ));
+        }
+        assert_eq!(verified.len(), 1, "one verification remembered");
+        // Kept 10 s on the clock, then verified again.
+        clock.advance(std::time::Duration::from_secs(11));
+        assert!(
+            verified
+                .verify(&record.sa_key, &token, clock.now())
+                .is_some()
+        );
+        assert_eq!(verified.len(), 1);
+        // A wrong signature is never remembered.
+        let forged = format!("{}x", &token[..token.len() - 1]);
+        assert!(
+            verified
+                .verify(&record.sa_key, &forged, clock.now())
+                .is_none()
+        );
+        assert_eq!(verified.len(), 1);
+        // The ServiceAccount deleted: refused at once, remembered or not.
+        store
+            .delete(&key, &crate::store::Preconditions::default())
+            .unwrap();
+        assert!(matches!(
+            authenticate(&record, &store, &verified, &token, clock.now()),
+            Some(Err(TokenError::Invalidated(_)))
+        ));
     }
 }

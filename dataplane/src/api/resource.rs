@@ -34,7 +34,7 @@ use crate::engine::{ClusterContext, Engine};
 use crate::error::{ApiError, Cause};
 use crate::resources::ResourceType;
 use crate::resources::strategy::{self as custom_strategy, UnknownFields};
-use crate::store::{DryRun, ObjectKey, Preconditions, Store, WatchFrom};
+use crate::store::{DryRun, ObjectKey, Preconditions, Store, WatchFrom, generate_name};
 use crate::strategy;
 
 mod fields;
@@ -820,12 +820,15 @@ impl Handler<'_> {
     async fn create(&self, mut body: Value) -> Result<HttpResponse, ApiError> {
         self.check_body(&mut body)?;
         let rt = self.rt();
+        let generated = body["metadata"]["name"]
+            .as_str()
+            .is_none_or(str::is_empty)
+            .then(|| body["metadata"]["generateName"].as_str().map(str::to_owned))
+            .flatten()
+            .filter(|p| !p.is_empty());
         let name = match body["metadata"]["name"].as_str().filter(|n| !n.is_empty()) {
             Some(n) => n.to_owned(),
-            None => match body["metadata"]["generateName"]
-                .as_str()
-                .filter(|n| !n.is_empty())
-            {
+            None => match &generated {
                 Some(prefix) => format!("{prefix}{}", random_suffix()),
                 None => {
                     return Err(validation::invalid(
@@ -865,7 +868,16 @@ impl Handler<'_> {
         self.validate(&named, None)?;
         let mut admitted = self.admission("").admit(Admit::Create, named, None).await?;
         admitted["metadata"]["name"] = json!(name);
-        let created = self.store.create(&key, admitted)?;
+        let created = match generated {
+            Some(prefix) => generate_name::create_generated(
+                self.store.as_ref(),
+                key,
+                admitted,
+                &prefix,
+                random_suffix,
+            )?,
+            None => self.store.create(&key, admitted)?,
+        };
         self.respond(StatusCode::CREATED, &created)
     }
 

@@ -200,8 +200,14 @@ fn token_review(engine: &Engine, cluster: &str, body: &Value) -> Result<Value, A
     };
     let now = engine.registry().clock().now();
     let invalid = || "invalid bearer token".to_owned();
-    let outcome = match sa_token::authenticate_for(&record, store.as_ref(), token, now, &audiences)
-    {
+    let outcome = match sa_token::authenticate_for(
+        &record,
+        store.as_ref(),
+        engine.verified_tokens(),
+        token,
+        now,
+        &audiences,
+    ) {
         Some(Ok(user)) => Ok(user),
         Some(Err(TokenError::Audience(theirs, ours))) => Err(format!(
             "[{}, token audiences {} is invalid for the target audiences {}]",

@@ -9,9 +9,11 @@
 //! ReplicaSet controller for them: a [`Flavor`] says which kind, and an RC's
 //! selector is a plain label map.
 //!
-//! Per-owner Pod counts are kept incrementally from Pod events, so a
-//! reconcile costs O(Pods created or deleted), not O(Pods owned); so are the
-//! orphans and relabeled Pods a sync must look at. One sync creates or
+//! Per-owner Pod counts and each Pod's scale-down rank are kept
+//! incrementally from Pod events, so a reconcile costs O(Pods created or
+//! deleted) and never reads the owned Pods back (a scale-down of 100,000 ranks
+//! them from the tally); so are the orphans and relabeled Pods a sync must
+//! look at. One sync creates or
 //! deletes at most [`BURST_REPLICAS`] Pods, then writes status and goes
 //! again, as upstream's `burstReplicas` has it.
 
@@ -78,11 +80,24 @@ struct Counts {
     ready: i64,
 }
 
+/// What the tally keeps of one controlled Pod: enough to count it and to
+/// rank it for scale-down without reading the Pod back.
+struct Tracked {
+    owner: String,
+    uid: String,
+    active: bool,
+    ready: bool,
+    /// When its Ready condition last turned (for `minReadySeconds`).
+    ready_since: Option<chrono::DateTime<chrono::Utc>>,
+    rank: Rank,
+}
+
 #[derive(Default)]
 struct Tally {
-    // pod key → (owner uid, counted as active, counted as ready)
-    pods: HashMap<ObjKey, (String, bool, bool)>,
+    pods: HashMap<ObjKey, Tracked>,
     owners: HashMap<String, Counts>,
+    /// Active controlled Pods by owner uid: the scale-down candidates.
+    active: HashMap<String, HashSet<ObjKey>>,
     /// Active Pods with no controller, by namespace: candidates for adoption.
     orphans: HashMap<String, HashSet<ObjKey>>,
     /// Controlled Pods whose labels changed, by owner uid: candidates for
@@ -118,13 +133,21 @@ impl Tally {
                 .or_default()
                 .insert(key.clone());
         }
-        if let Some((owner, active, ready)) = self.pods.remove(&key)
-            && let Some(c) = self.owners.get_mut(&owner)
-        {
-            c.active -= i64::from(active);
-            c.ready -= i64::from(ready);
-            if *c == Counts::default() {
-                self.owners.remove(&owner);
+        if let Some(old) = self.pods.remove(&key) {
+            if old.active
+                && let Some(set) = self.active.get_mut(&old.owner)
+            {
+                set.remove(&key);
+                if set.is_empty() {
+                    self.active.remove(&old.owner);
+                }
+            }
+            if let Some(c) = self.owners.get_mut(&old.owner) {
+                c.active -= i64::from(old.active);
+                c.ready -= i64::from(old.ready);
+                if *c == Counts::default() {
+                    self.owners.remove(&old.owner);
+                }
             }
         }
         if gone {
@@ -141,7 +164,83 @@ impl Tally {
         let c = self.owners.entry(owner.to_owned()).or_default();
         c.active += i64::from(active);
         c.ready += i64::from(ready);
-        self.pods.insert(key, (owner.to_owned(), active, ready));
+        if active {
+            self.active
+                .entry(owner.to_owned())
+                .or_default()
+                .insert(key.clone());
+        }
+        let tracked = Tracked {
+            owner: owner.to_owned(),
+            uid: obj::uid(p).to_owned(),
+            active,
+            ready,
+            ready_since: obj::condition(p, "Ready")
+                .and_then(|c| obj::str_at(c, &["lastTransitionTime"]))
+                .and_then(obj::parse_time),
+            rank: deletion_rank(p),
+        };
+        self.pods.insert(key, tracked);
+    }
+
+    /// How many active Pods of `owner` have been Ready for `min_ready`
+    /// seconds at `now`, and when the next one will have been (upstream's
+    /// `IsPodAvailable`, from what the tally keeps).
+    fn available(
+        &self,
+        owner: &str,
+        min_ready: i64,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> (i64, Requeue) {
+        let mut available = 0;
+        let mut next = Requeue::No;
+        for t in self
+            .active
+            .get(owner)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.pods.get(k))
+        {
+            if !t.ready {
+                continue;
+            }
+            let Some(at) = t
+                .ready_since
+                .unwrap_or(now)
+                .checked_add_signed(obj::secs(min_ready))
+            else {
+                continue;
+            };
+            if at <= now {
+                available += 1;
+            } else {
+                next = next.min(Requeue::After(obj::to_std(at - now)));
+            }
+        }
+        (available, next)
+    }
+
+    /// The `n` active Pods of `owner` to delete first, with their uids, in
+    /// upstream's order (ties by namespace and name, so runs repeat).
+    fn victims(&self, owner: &str, n: usize) -> Vec<(ObjKey, String)> {
+        let Some(keys) = self.active.get(owner) else {
+            return Vec::new();
+        };
+        let mut ranked: Vec<(&Rank, &ObjKey, &str)> = keys
+            .iter()
+            .filter_map(|k| self.pods.get(k).map(|t| (&t.rank, k, t.uid.as_str())))
+            .collect();
+        let order =
+            |a: &(&Rank, &ObjKey, &str), b: &(&Rank, &ObjKey, &str)| (a.0, a.1).cmp(&(b.0, b.1));
+        if ranked.len() > n {
+            ranked.select_nth_unstable_by(n, order);
+            ranked.truncate(n);
+        }
+        ranked.sort_unstable_by(order);
+        ranked
+            .into_iter()
+            .map(|(_, k, uid)| (k.clone(), uid.to_owned()))
+            .collect()
     }
 }
 
@@ -248,27 +347,27 @@ impl ReplicaSetController {
                 }
             }
         } else if have > want {
-            let mut owned: Vec<Arc<Value>> = pods.controlled_by(&uid);
-            owned.retain(|p| obj::pod_active(p));
-            owned.sort_by_cached_key(|p| deletion_rank(p));
-            for p in owned
-                .iter()
-                .take((have - want).min(BURST_REPLICAS) as usize)
-            {
+            // Ranked from the tally: no Pod is read back to choose.
+            let victims = self
+                .tally
+                .lock()
+                .victims(&uid, (have - want).min(BURST_REPLICAS) as usize);
+            for (key, pod_uid) in victims {
+                let deleted = json!({"metadata": {
+                    "namespace": key.namespace, "name": key.name, "uid": pod_uid}});
                 match self
                     .rt
                     .client
                     .delete(
                         kinds::POD,
-                        obj::namespace(p),
-                        obj::name(p),
+                        &key.namespace,
+                        &key.name,
                         DeleteOptions::default(),
                     )
                     .await
                 {
                     Ok(Some(kept)) => pods.observe(kept),
-                    Ok(None) => pods.observe_deleted(p),
-                    Err(ClientError::NotFound(_)) => pods.observe_deleted(p),
+                    Ok(None) | Err(ClientError::NotFound(_)) => pods.observe_deleted(&deleted),
                     Err(e) => {
                         failure = Some(e);
                         break;
@@ -281,7 +380,7 @@ impl ReplicaSetController {
                         &rs,
                         EventKind::Normal,
                         "SuccessfulDelete",
-                        format!("Deleted pod: {}", obj::name(p)),
+                        format!("Deleted pod: {}", key.name),
                     )
                     .await;
             }
@@ -364,19 +463,7 @@ impl ReplicaSetController {
         let (available, requeue) = if min_ready <= 0 {
             (c.ready, Requeue::No)
         } else {
-            let mut available = 0;
-            let mut next = Requeue::No;
-            for p in self.rt.informer(kinds::POD).controlled_by(uid) {
-                if !obj::pod_active(&p) {
-                    continue;
-                }
-                match obj::pod_available(&p, min_ready, now) {
-                    (true, _) => available += 1,
-                    (false, Some(wait)) => next = next.min(Requeue::After(wait)),
-                    _ => {}
-                }
-            }
-            (available, next)
+            self.tally.lock().available(uid, min_ready, now)
         };
         let mut status = json!({
             "replicas": c.active,
@@ -485,19 +572,20 @@ pub fn pod_from_template_of(
     })
 }
 
-/// Upstream's order for scale-down victims: unassigned before assigned, Pending
-/// before Unknown before Running, not Ready before Ready, Ready for less time
-/// first, more restarts first, newer first.
-fn deletion_rank(
-    p: &Value,
-) -> (
+/// A Pod's place in the scale-down order: smaller goes first.
+type Rank = (
     u8,
     u8,
     u8,
     std::cmp::Reverse<String>,
     std::cmp::Reverse<i64>,
     std::cmp::Reverse<String>,
-) {
+);
+
+/// Upstream's order for scale-down victims: unassigned before assigned, Pending
+/// before Unknown before Running, not Ready before Ready, Ready for less time
+/// first, more restarts first, newer first.
+fn deletion_rank(p: &Value) -> Rank {
     let assigned = u8::from(
         p["spec"]["nodeName"]
             .as_str()

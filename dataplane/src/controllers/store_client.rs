@@ -18,6 +18,7 @@ use super::client::{
 };
 use super::runtime::ObjKey;
 use crate::api::request;
+use crate::api::resource::random_suffix;
 use crate::authz::admission::storage_protection;
 use crate::error::ApiError;
 use crate::label_selector::LabelSelector;
@@ -25,7 +26,7 @@ use crate::resources::{ClusterResources, ResourceType, scale};
 use crate::store::deletion::Propagation as StorePropagation;
 use crate::store::{
     DeleteOptions as StoreDeleteOptions, Deleted, EventKind, ObjectKey, Preconditions, Store,
-    Stored, WatchFrom,
+    Stored, WatchFrom, generate_name,
 };
 use crate::strategy::{pods, workloads};
 
@@ -131,19 +132,16 @@ impl StoreClient {
                 "name or generateName is required".into(),
             ));
         }
-        // As upstream: a generated name that collides is retried.
-        for _ in 0..8 {
-            let name = format!("{prefix}{}", crate::api::resource::random_suffix());
-            object["metadata"]["name"] = json!(name);
-            match self
-                .store
-                .create(&key(kind, &namespace, &name), object.clone())
-            {
-                Err(ApiError::AlreadyExists(_)) => continue,
-                other => return other.map_err(client_error),
-            }
-        }
-        Err(ClientError::AlreadyExists(prefix))
+        let name = format!("{prefix}{}", random_suffix());
+        object["metadata"]["name"] = json!(name);
+        generate_name::create_generated(
+            self.store.as_ref(),
+            key(kind, &namespace, &name),
+            object,
+            &prefix,
+            random_suffix,
+        )
+        .map_err(client_error)
     }
 
     fn update_now(&self, kind: Kind, mut object: Value, status_only: bool) -> Result<Arc<Value>> {

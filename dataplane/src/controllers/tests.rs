@@ -1297,3 +1297,68 @@ async fn events_expire_an_hour_after_they_were_last_recorded() {
         "expired after the hour: {left:?}"
     );
 }
+
+fn replica_set(name: &str, replicas: i64) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+           "metadata": {"name": name, "namespace": "default"},
+           "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                    "template": {"metadata": {"labels": {"app": name}},
+                                 "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+}
+
+async fn scale_rs(c: &Cluster, name: &str, replicas: i64) {
+    let mut rs = c.get(kinds::REPLICA_SET, "default", name).await;
+    rs["spec"]["replicas"] = json!(replicas);
+    c.client.update(kinds::REPLICA_SET, rs).await.unwrap();
+    c.settle().await;
+}
+
+#[tokio::test]
+async fn scale_down_deletes_pods_in_upstreams_order_from_the_tally() {
+    let c = Cluster::new(Duration::from_secs(5)).await;
+    c.node("node-a", "64", json!({}), json!([])).await;
+    c.create(kinds::REPLICA_SET, replica_set("web", 3)).await;
+    c.advance(5).await;
+    let ready: Vec<String> = c.pods().iter().map(|p| obj::name(p).to_owned()).collect();
+    assert_eq!(ready.len(), 3);
+    // Two more, still starting: they go first, the newest Ready ones next.
+    scale_rs(&c, "web", 5).await;
+    let starting: Vec<String> = c
+        .pods()
+        .iter()
+        .map(|p| obj::name(p).to_owned())
+        .filter(|n| !ready.contains(n))
+        .collect();
+    assert_eq!(starting.len(), 2);
+    scale_rs(&c, "web", 3).await;
+    let mut left: Vec<String> = c.pods().iter().map(|p| obj::name(p).to_owned()).collect();
+    left.sort();
+    let mut want = ready.clone();
+    want.sort();
+    assert_eq!(left, want, "the Pods not yet Ready were deleted");
+    c.advance(5).await;
+    let rs = c.get(kinds::REPLICA_SET, "default", "web").await;
+    assert_eq!(rs["status"]["availableReplicas"], 3);
+}
+
+#[tokio::test]
+async fn a_large_scale_down_leaves_no_pod_and_no_informer_entry() {
+    const PODS: i64 = 10_000;
+    let c = Cluster::new(Duration::ZERO).await;
+    for n in 0..100 {
+        c.node(&format!("node-{n:03}"), "1000", json!({}), json!([]))
+            .await;
+    }
+    c.create(kinds::REPLICA_SET, replica_set("big", PODS)).await;
+    c.advance(1).await;
+    let rs = c.get(kinds::REPLICA_SET, "default", "big").await;
+    assert_eq!(rs["status"]["readyReplicas"], PODS);
+    scale_rs(&c, "big", 0).await;
+    c.advance(1).await;
+    let rs = c.get(kinds::REPLICA_SET, "default", "big").await;
+    assert_eq!(rs["status"]["replicas"], 0);
+    assert!(c.pods().is_empty(), "{} Pods left", c.pods().len());
+    let pods = c.controllers.runtime().informer(kinds::POD);
+    assert_eq!(pods.len(), 0, "the Pod informer forgot them");
+    assert!(pods.owned_by(obj::uid(&rs)).is_empty());
+}

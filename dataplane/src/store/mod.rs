@@ -20,6 +20,7 @@ use crate::error::ApiError;
 pub mod deletion;
 mod dry_run;
 mod encoding;
+pub mod generate_name;
 mod image;
 mod memory;
 mod packed;
