@@ -22,6 +22,8 @@
 //! - [`dashboard`]: the web dashboard on the admin endpoint (the bundle built
 //!   from `dashboard/`, and its relay of each cluster's watches).
 //! - [`env`]: the shell lines that point aws, gcloud and az at a kemu.
+//! - [`bench`]: `kemu bench`, the benchmark a user runs: kemu beside nginx
+//!   and a real cluster, one table.
 //! - Crates: `kemu-shared` (registry, sentinel, PKI, clock), `kemu-dataplane`
 //!   (the Kubernetes API engine), `kemu-eks`, `kemu-gke`, `kemu-aks` (facades).
 //!
@@ -40,6 +42,7 @@
 //! ```
 
 pub mod admin;
+pub mod bench;
 pub mod cluster_client;
 pub mod dashboard;
 pub mod env;

@@ -116,9 +116,36 @@ struct Cli {
     log: String,
 }
 
-/// Commands for a running kemu, through its admin endpoint.
+/// Commands for a running kemu, through its admin endpoint, and the
+/// benchmark.
 #[derive(Debug, Subcommand)]
 enum Admin {
+    /// Start kemu as a process of its own, measure one of its clusters over
+    /// HTTPS and print a table, with nginx serving the same bytes and any real
+    /// cluster given beside it (see scripts/bench).
+    Bench {
+        /// Runs of each case.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Replicas of the scale case's Deployment (100 per Node); 0 skips it.
+        #[arg(long, default_value_t = 10_000)]
+        pods: usize,
+        /// ConfigMaps created per run of the memory case.
+        #[arg(long, default_value_t = 20_000)]
+        objects: usize,
+        /// The nginx binary (default: nginx on the PATH or in /usr/sbin).
+        #[arg(long)]
+        nginx: Option<PathBuf>,
+        /// A kubeconfig of a real cluster to measure beside kemu.
+        #[arg(long)]
+        peer_kubeconfig: Option<PathBuf>,
+        /// A file of the peer's process ids (one per line), for its memory.
+        #[arg(long)]
+        peer_pids: Option<PathBuf>,
+        /// The peer's name in the table.
+        #[arg(long, default_value = "kube-apiserver + etcd")]
+        peer_name: String,
+    },
     /// Write the whole state of a running kemu to FILE (for `--restore FILE`).
     Snapshot {
         /// Where to write the state file.
@@ -204,8 +231,33 @@ fn main() {
     }
 }
 
+fn bench(options: kemu::bench::Options) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(kemu::bench::run(&options))
+}
+
 fn admin(command: &Admin) -> anyhow::Result<()> {
     match command {
+        Admin::Bench {
+            runs,
+            pods,
+            objects,
+            nginx,
+            peer_kubeconfig,
+            peer_pids,
+            peer_name,
+        } => bench(kemu::bench::Options {
+            kemu: std::env::current_exe().unwrap_or_else(|_| "kemu".into()),
+            runs: (*runs).max(1),
+            pods: *pods,
+            objects: (*objects).max(1),
+            nginx: nginx.clone(),
+            peer_kubeconfig: peer_kubeconfig.clone(),
+            peer_pids: peer_pids.clone(),
+            peer_name: peer_name.clone(),
+        })?,
         Admin::Snapshot { file, admin } => {
             let body = kemu::admin::call(admin, "GET", "/kemu/snapshot")?;
             let tmp = file.with_extension("tmp");

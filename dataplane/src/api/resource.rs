@@ -34,12 +34,29 @@ use crate::engine::{ClusterContext, Engine};
 use crate::error::{ApiError, Cause};
 use crate::resources::ResourceType;
 use crate::resources::strategy::{self as custom_strategy, UnknownFields};
-use crate::store::{DryRun, ObjectKey, Preconditions, Store, WatchFrom, generate_name};
+use crate::store::{DryRun, ObjectKey, Preconditions, Store, Stored, WatchFrom, generate_name};
 use crate::strategy;
 
 mod fields;
 
 pub(crate) use fields::manager as field_manager;
+
+/// One object of a list's answer.
+enum Item {
+    /// Decoded (it was, or a selector had to read it).
+    Value(Arc<Value>),
+    /// Its JSON as stored, written as it is.
+    Json(bytes::Bytes),
+}
+
+impl Item {
+    fn value(&self) -> Arc<Value> {
+        match self {
+            Item::Value(v) => v.clone(),
+            Item::Json(json) => Arc::new(serde_json::from_slice(json).unwrap_or(Value::Null)),
+        }
+    }
+}
 
 /// One variant per operation the generic handler serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -614,8 +631,26 @@ impl Handler<'_> {
 
     fn get(&self) -> Result<HttpResponse, ApiError> {
         let key = self.key()?;
+        if self.serves_stored_json()
+            && let Some(Stored::Encoded(packed)) = self.store.get_stored(&key)
+        {
+            // The stored bytes are the answer's: nothing to decode or encode.
+            let mut body = packed.json().to_vec();
+            body.push(b'\n');
+            return Ok(self
+                .reply(StatusCode::OK)
+                .content_type("application/json")
+                .body(body));
+        }
         let object = self.current(&key)?;
         self.respond(StatusCode::OK, &object)
+    }
+
+    /// Whether this request's answer is the stored JSON itself: the plain
+    /// JSON view of a built-in type served as stored.
+    fn serves_stored_json(&self) -> bool {
+        let rt = self.rt();
+        matches!(self.output, Output::Json) && rt.custom.is_none() && !custom_strategy::converts(rt)
     }
 
     fn list(&self) -> Result<HttpResponse, ApiError> {
@@ -645,14 +680,19 @@ impl Handler<'_> {
             None => (self.store.snapshot(&resource), None),
         };
         let ns = filter.namespace.as_deref();
-        let mut items: Vec<Arc<Value>> = Vec::new();
+        // Objects kept encoded go out as stored unless a selector must read them.
+        let raw = self.serves_stored_json() && filter.labels.is_empty() && filter.fields.is_empty();
+        let mut items: Vec<Item> = Vec::new();
         let mut last = None;
         let mut rest = snapshot.iter_stored(ns, after.as_ref());
         for (k, stored) in rest.by_ref() {
-            let Some(o) = filter.admits(stored) else {
-                continue;
-            };
-            items.push(o);
+            match stored {
+                Stored::Encoded(packed) if raw => items.push(Item::Json(packed.json())),
+                _ => match filter.admits(stored) {
+                    Some(o) => items.push(Item::Value(o)),
+                    None => continue,
+                },
+            }
             last = Some(k);
             if limit.is_some_and(|l| items.len() as u64 >= l) {
                 break;
@@ -675,7 +715,7 @@ impl Handler<'_> {
                 m.check(rt, true)?;
                 let items: Vec<Value> = items
                     .iter()
-                    .map(|o| m.of(&custom_strategy::present(rt, o)))
+                    .map(|o| m.of(&custom_strategy::present(rt, &o.value())))
                     .collect();
                 // Go's nil slice: an empty list's items are null.
                 let items = if items.is_empty() {
@@ -690,7 +730,7 @@ impl Handler<'_> {
             Output::Table(include) => {
                 let objects: Vec<Value> = items
                     .iter()
-                    .map(|o| custom_strategy::present(rt, o).into_owned())
+                    .map(|o| custom_strategy::present(rt, &o.value()).into_owned())
                     .collect();
                 let now = self.engine.registry().clock().now();
                 Ok(wire::respond(
@@ -722,7 +762,13 @@ impl Handler<'_> {
                     if i > 0 {
                         body.push(b',');
                     }
-                    let item = custom_strategy::present(rt, o);
+                    let o = match o {
+                        Item::Json(json) if wire::write_list_item_json(&mut body, json) => {
+                            continue;
+                        }
+                        other => other.value(),
+                    };
+                    let item = custom_strategy::present(rt, &o);
                     if rt.custom.is_some() {
                         wire::write(&mut body, &item);
                     } else {

@@ -338,6 +338,42 @@ pub fn write_list_item(out: &mut Vec<u8>, value: &Value) {
     }
 }
 
+/// Appends the JSON [`write`] made of a built-in object as its typed list's
+/// item, the same bytes [`write_list_item`] writes for the object, without
+/// decoding it: the leading type meta is cut. `false` (nothing written) when
+/// `json` does not start with a known type's `kind` and `apiVersion`.
+pub fn write_list_item_json(out: &mut Vec<u8>, json: &[u8]) -> bool {
+    fn quoted<'a>(json: &'a [u8], after: &[u8]) -> Option<(&'a str, &'a [u8])> {
+        let rest = json.strip_prefix(after)?;
+        let end = memchr::memchr(b'"', rest)?;
+        let value = std::str::from_utf8(&rest[..end]).ok()?;
+        // Escapes would make the raw bytes differ from the value.
+        (!value.contains('\\')).then_some((value, &rest[end + 1..]))
+    }
+    let Some((kind, rest)) = quoted(json, br#"{"kind":""#) else {
+        return false;
+    };
+    let Some((api_version, rest)) = quoted(rest, br#","apiVersion":""#) else {
+        return false;
+    };
+    let known = layouts()
+        .by_gvk
+        .contains_key(&(api_version.to_owned(), kind.to_owned()));
+    match rest.first() {
+        Some(b',') if known => {
+            out.push(b'{');
+            out.extend_from_slice(&rest[1..]);
+            true
+        }
+        Some(b'}') if known => {
+            out.push(b'{');
+            out.extend_from_slice(rest);
+            true
+        }
+        _ => false,
+    }
+}
+
 /// Appends `value` as the named message (`io.k8s.api.core.v1.Pod`).
 pub fn write_as(out: &mut Vec<u8>, value: &Value, message: &str) {
     let m = layouts().by_name.get(message).copied();
@@ -746,6 +782,29 @@ mod tests {
             text(&pod),
             r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p"},"spec":{"volumes":[],"containers":[{"name":"c","image":"nginx","resources":{"limits":{"cpu":"1","memory":"1Gi"}}}],"restartPolicy":"Always"},"status":{}}"#
         );
+    }
+
+    #[test]
+    fn list_items_cut_from_the_objects_json_equal_those_written_from_the_value() {
+        let objects = [
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"},
+                "data": {"k": "v"}}),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}),
+            json!({"apiVersion": "v1", "kind": "Secret"}),
+        ];
+        for object in objects {
+            let (mut cut, mut written) = (Vec::new(), Vec::new());
+            assert!(write_list_item_json(&mut cut, &to_vec(&object)));
+            write_list_item(&mut written, &object);
+            assert_eq!(String::from_utf8(cut), String::from_utf8(written));
+        }
+        let custom = json!({"kind": "Widget", "apiVersion": "example.com/v1", "spec": {}});
+        let mut out = Vec::new();
+        assert!(!write_list_item_json(&mut out, &to_vec(&custom)));
+        let unknown = br#"{"kind":"Widget","apiVersion":"example.com/v1","spec":{}}"#;
+        assert!(!write_list_item_json(&mut out, unknown));
+        assert!(out.is_empty());
     }
 
     #[test]

@@ -567,4 +567,71 @@ mod tests {
         let expected: Vec<String> = (0..100).map(|i| format!("c{i:03}")).collect();
         assert_eq!(names, expected);
     }
+
+    #[tokio::test]
+    async fn deleting_a_namespace_of_ten_thousand_objects_leaves_nothing_behind() {
+        use std::time::Duration;
+
+        use crate::controllers::{ControllerConfig, Controllers, obj};
+        use crate::store::{MemoryStore, StoreLimits};
+        const PODS: i64 = 5_000;
+        const CONFIG_MAPS: usize = 5_000;
+        let clock = kemu_shared::FakeClock::at_epoch();
+        let store: Arc<dyn Store> =
+            Arc::new(MemoryStore::new(clock.clone(), StoreLimits::default()));
+        let client = StoreClient::new(store.clone(), Arc::new(ClusterResources::default()));
+        let controllers =
+            Controllers::start(client.clone(), clock.clone(), ControllerConfig::default());
+        controllers.settle().await;
+        for n in 0..50 {
+            let node = json!({"metadata": {"name": format!("node-{n:02}")},
+                "status": {"allocatable": {"cpu": "1000", "memory": "1Ti", "pods": "1000"},
+                           "conditions": [{"type": "Ready", "status": "True"}]}});
+            client.create(kinds::NODE, node).await.unwrap();
+        }
+        let ns = json!({"metadata": {"name": "bulk"}, "spec": {"finalizers": ["kubernetes"]}});
+        client.create(kinds::NAMESPACE, ns).await.unwrap();
+        for i in 0..CONFIG_MAPS {
+            let cm = json!({"metadata": {"name": format!("cm-{i:05}"), "namespace": "bulk"},
+                "data": {"i": i.to_string()}});
+            client.create(kinds::CONFIG_MAP, cm).await.unwrap();
+        }
+        let rs = json!({"metadata": {"name": "big", "namespace": "bulk"},
+            "spec": {"replicas": PODS, "selector": {"matchLabels": {"app": "big"}},
+                     "template": {"metadata": {"labels": {"app": "big"}},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+        let rs = client.create(kinds::REPLICA_SET, rs).await.unwrap();
+        controllers.settle().await;
+        clock.advance(Duration::from_secs(1));
+        controllers.settle().await;
+        let in_bulk = |resource: &str| {
+            store
+                .snapshot(resource)
+                .iter_stored(Some("bulk"), None)
+                .count()
+        };
+        assert_eq!(in_bulk("pods"), PODS as usize);
+
+        client
+            .delete(kinds::NAMESPACE, "", "bulk", DeleteOptions::default())
+            .await
+            .unwrap();
+        for _ in 0..10 {
+            clock.advance(Duration::from_secs(1));
+            controllers.settle().await;
+        }
+        assert!(
+            client.get(kinds::NAMESPACE, "", "bulk").await.is_err(),
+            "the namespace is gone"
+        );
+        let registry = ClusterResources::default().registry();
+        for rt in registry.all().iter().filter(|t| t.namespaced) {
+            let resource = request::group_resource(rt);
+            assert_eq!(in_bulk(&resource), 0, "{resource} left in the namespace");
+        }
+        let pods = controllers.runtime().informer(kinds::POD);
+        assert_eq!(pods.len(), 0, "the Pod informer forgot them");
+        assert!(pods.owned_by(obj::uid(&rs)).is_empty());
+        assert_eq!(controllers.runtime().informer(kinds::REPLICA_SET).len(), 0);
+    }
 }

@@ -35,6 +35,16 @@ use self::spdy_upgrade::SpdyUpgrade;
 /// `IdleTimeout` (90 s, Go's `DefaultTransport` keep-alive), so clients that
 /// reuse a connection after a pause do not meet a reset.
 pub const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(90);
+/// Worker threads per cluster listener at most: idle ones cost a stack each,
+/// and more than this is more than one cluster's traffic keeps busy here.
+const MAX_WORKERS: usize = 8;
+
+/// Worker threads of each cluster's listener: one per core, up to
+/// [`MAX_WORKERS`].
+fn workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_WORKERS))
+}
+
 /// What starting or driving the data plane can fail with.
 #[derive(Debug, Error)]
 pub enum DataPlaneError {
@@ -258,9 +268,9 @@ fn start_server(
     // actix-web's HttpServer, spelled out to put SpdyUpgrade between TLS
     // and HTTP.
     let server = actix_server::Server::build()
-        // One worker per cluster: a cluster's traffic is light, and many
-        // clusters share two cores.
-        .workers(1)
+        // Each cluster's requests spread over the cores, as kube-apiserver's
+        // goroutines do: a busy cluster is not held to one thread.
+        .workers(workers())
         .disable_signals()
         .shutdown_timeout(0)
         .listen(name, listener, move || {

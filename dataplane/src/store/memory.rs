@@ -26,10 +26,12 @@ pub const INITIAL_NAMESPACES: [&str; 4] =
 
 /// The group-resources kept encoded ([`Stored::Encoded`]), as etcd keeps
 /// everything: the ones a large cluster holds by the hundred thousand. Events,
-/// which a rollout records four of per Pod, and Pods, which controllers read
+/// which a rollout records four of per Pod; Pods, which controllers read
 /// from their informers' caches (which keep the same bytes) rather than from
-/// the store.
-pub const ENCODED_RESOURCES: [&str; 2] = ["events", "pods"];
+/// the store; ConfigMaps and Secrets, which users and charts store by the
+/// thousand and controllers seldom read. Their GETs and lists answer the
+/// stored bytes.
+pub const ENCODED_RESOURCES: [&str; 4] = ["configmaps", "events", "pods", "secrets"];
 
 /// Whether the store keeps `resource` encoded.
 pub fn kept_encoded(resource: &str) -> bool {
@@ -1210,14 +1212,31 @@ mod tests {
         assert_eq!(copy.get(&k).unwrap(), updated);
         s.delete(&k, &Preconditions::default()).unwrap();
         assert!(s.get(&k).is_none());
+        let mut deployment = cm("a");
+        deployment["kind"] = json!("Deployment");
+        deployment["apiVersion"] = json!("apps/v1");
+        s.create(
+            &ObjectKey::new("deployments.apps", "default", "a"),
+            deployment,
+        )
+        .unwrap();
+        assert!(
+            matches!(
+                s.snapshot("deployments.apps")
+                    .iter_stored(None, None)
+                    .next(),
+                Some((_, Stored::Decoded(_)))
+            ),
+            "what controllers read stays decoded"
+        );
         s.create(&ObjectKey::new("configmaps", "default", "a"), cm("a"))
             .unwrap();
         assert!(
             matches!(
                 s.snapshot("configmaps").iter_stored(None, None).next(),
-                Some((_, Stored::Decoded(_)))
+                Some((_, Stored::Encoded(_)))
             ),
-            "what controllers read stays decoded"
+            "ConfigMaps are kept encoded"
         );
     }
 
