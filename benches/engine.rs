@@ -1,7 +1,7 @@
 //! Engine benchmark: prints a table, asserts nothing.
 //!
 //! Over HTTPS with a client certificate, as kubectl talks to a cluster (one
-//! worker per cluster listener, as kemu serves them):
+//! worker per core on each cluster listener, as kemu serves them):
 //! - gets/s and creates/s (16 requests in flight),
 //! - a list of 10,000 ConfigMaps (p50/p99 of 30 lists),
 //! - watch event latency with 100 watchers (create → event received),
@@ -78,7 +78,7 @@ fn main() {
         .build()
         .unwrap();
 
-    // The ceiling: a bare handler on its own TLS listener, one worker.
+    // The ceiling: a bare handler on its own TLS listener, as many workers.
     let serving = cluster
         .ca
         .serving_cert(&["127.0.0.1".into(), "localhost".into()], now)
@@ -96,7 +96,7 @@ fn main() {
                     }),
                 )
             })
-            .workers(1)
+            .workers(std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
             .disable_signals()
             .listen_rustls_0_23(listener, tls)
             .unwrap()

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use kemu_shared::Clock as _;
 
 pub mod cases;
 pub mod process;
@@ -414,7 +415,7 @@ fn print_table(options: &Options, rows: &[Row], nginx: bool, peer: bool) {
     println!(
         "kemu {} bench, {} ({cores} cores{memory}), {} runs of each case",
         env!("CARGO_PKG_VERSION"),
-        chrono::Utc::now().format("%Y-%m-%d"),
+        kemu_shared::SystemClock.now().format("%Y-%m-%d"),
         options.runs
     );
     println!();

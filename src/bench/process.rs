@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{Context as _, anyhow, bail};
+use kemu_shared::Clock as _;
 
 use super::target::Target;
 
@@ -138,7 +139,7 @@ pub fn start_nginx(
     for (name, bytes) in files {
         std::fs::write(www.join(name), bytes)?;
     }
-    let now = chrono::Utc::now();
+    let now = kemu_shared::SystemClock.now();
     let ca = kemu_shared::pki::ClusterCa::generate("kemu-bench-nginx", now)?;
     let cert = ca.serving_cert(&["127.0.0.1".to_owned()], now)?;
     std::fs::write(dir.join("cert.pem"), &cert.cert_pem)?;

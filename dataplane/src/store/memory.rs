@@ -1205,10 +1205,19 @@ mod tests {
             *stored = Stored::Decoded(stored.object());
         }
         let copy = MemoryStore::from_image(clock, StoreLimits::default(), image);
-        assert!(matches!(
-            copy.snapshot("events").iter_stored(None, None).next(),
-            Some((_, Stored::Encoded(_)))
-        ));
+        let restored = copy
+            .snapshot("events")
+            .iter_stored(None, None)
+            .next()
+            .map(|(_, s)| s.clone());
+        let Some(Stored::Encoded(packed)) = restored else {
+            panic!("a restored Event is kept decoded: {restored:?}");
+        };
+        assert_eq!(
+            packed.json(),
+            crate::api::wire::to_vec(&updated),
+            "encoded again, it is still as kube-apiserver writes it"
+        );
         assert_eq!(copy.get(&k).unwrap(), updated);
         s.delete(&k, &Preconditions::default()).unwrap();
         assert!(s.get(&k).is_none());

@@ -58,9 +58,10 @@ impl Stored {
         }
     }
 
-    /// Keeps `object` encoded, packed whole (and remembered while held).
+    /// Keeps `object` encoded, packed whole (and remembered while held), as
+    /// kube-apiserver writes it: answers are these bytes.
     pub fn encode(object: &Object) -> Self {
-        let json = serde_json::to_vec(&**object).unwrap_or_default();
+        let json = crate::api::wire::to_vec(object);
         let packed = Packed::whole(&json);
         packed.remember(object);
         Stored::Encoded(packed)
