@@ -145,6 +145,9 @@ enum Admin {
         /// The peer's name in the table.
         #[arg(long, default_value = "kube-apiserver + etcd")]
         peer_name: String,
+        /// Only these cases (get, list, token, create, watch, memory, pods).
+        #[arg(long, value_delimiter = ',', value_parser = kemu::bench::CASES)]
+        cases: Vec<String>,
     },
     /// Write the whole state of a running kemu to FILE (for `--restore FILE`).
     Snapshot {
@@ -248,6 +251,7 @@ fn admin(command: &Admin) -> anyhow::Result<()> {
             peer_kubeconfig,
             peer_pids,
             peer_name,
+            cases,
         } => bench(kemu::bench::Options {
             kemu: std::env::current_exe().unwrap_or_else(|_| "kemu".into()),
             runs: (*runs).max(1),
@@ -257,6 +261,7 @@ fn admin(command: &Admin) -> anyhow::Result<()> {
             peer_kubeconfig: peer_kubeconfig.clone(),
             peer_pids: peer_pids.clone(),
             peer_name: peer_name.clone(),
+            cases: cases.clone(),
         })?,
         Admin::Snapshot { file, admin } => {
             let body = kemu::admin::call(admin, "GET", "/kemu/snapshot")?;

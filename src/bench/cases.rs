@@ -107,11 +107,20 @@ pub async fn service_account_token(
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bench"}}),
     )
     .await?;
+    // A Role of its own: `view` is aggregated, empty where no controller
+    // manager runs the aggregation.
+    post(
+        format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles"),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "bench-read"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]}),
+    )
+    .await?;
     post(
         format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings"),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": "bench-view"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "metadata": {"name": "bench-read"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "bench-read"},
             "subjects": [{"kind": "ServiceAccount", "name": "bench", "namespace": ns}]}),
     )
     .await?;

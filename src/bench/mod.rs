@@ -46,6 +46,22 @@ pub struct Options {
     pub peer_pids: Option<PathBuf>,
     /// What to call the peer in the table.
     pub peer_name: String,
+    /// The cases to run (of [`CASES`]); empty runs them all.
+    pub cases: Vec<String>,
+}
+
+/// The cases, as `--cases` names them.
+pub const CASES: [&str; 7] = ["get", "list", "token", "create", "watch", "memory", "pods"];
+
+impl Options {
+    /// Runs of `case`: none when it was not asked for.
+    fn runs_of(&self, case: &str) -> usize {
+        if self.cases.is_empty() || self.cases.iter().any(|c| c == case) {
+            self.runs
+        } else {
+            0
+        }
+    }
 }
 
 /// ConfigMaps in the listed namespace, beside the one kemu's root-CA
@@ -166,7 +182,8 @@ async fn run_in(options: &Options, dir: &std::path::Path) -> anyhow::Result<()> 
     ] {
         let mut row = Row::new(label, "req/s", true);
         let per_client = (per_conn_total / conns).max(1);
-        for run in 0..options.runs {
+        let case = if path == one { "get" } else { "list" };
+        for run in 0..options.runs_of(case) {
             note(&format!("{label}: run {}", run + 1));
             row.kemu
                 .push(cases::get_rate(&kemu.clients(conns)?, &kemu.url(path), per_client).await?);
@@ -188,14 +205,18 @@ async fn run_in(options: &Options, dir: &std::path::Path) -> anyhow::Result<()> 
         "req/s",
         true,
     );
-    let kemu_token = kemu.with_token(&cases::service_account_token(&kemu, &admin, "bench").await?);
-    let peer_token = match &peer {
+    let token = options.runs_of("token") > 0;
+    let kemu_token = match token {
+        true => kemu.with_token(&cases::service_account_token(&kemu, &admin, "bench").await?),
+        false => kemu.clone(),
+    };
+    let peer_token = match peer.as_ref().filter(|_| token) {
         Some(p) => {
             Some(p.with_token(&cases::service_account_token(p, &p.client()?, "bench").await?))
         }
         None => None,
     };
-    for run in 0..options.runs {
+    for run in 0..options.runs_of("token") {
         note(&format!("token GET: run {}", run + 1));
         let per_client = GETS / CONNECTIONS;
         token_row.kemu.push(
@@ -215,7 +236,7 @@ async fn run_in(options: &Options, dir: &std::path::Path) -> anyhow::Result<()> 
     rows.push(token_row);
 
     let mut create_row = Row::new("create ConfigMaps, 16 connections", "req/s", true);
-    for run in 0..options.runs {
+    for run in 0..options.runs_of("create") {
         note(&format!("creates: run {}", run + 1));
         let prefix = format!("create-{run}-");
         create_row.kemu.push(
@@ -241,7 +262,7 @@ async fn run_in(options: &Options, dir: &std::path::Path) -> anyhow::Result<()> 
     let mut p50 = Row::new(format!("{watch}, p50"), "ms", false);
     let mut p99 = Row::new(format!("{watch}, p99"), "ms", false);
     let mut lost = Vec::new();
-    for run in 0..options.runs {
+    for run in 0..options.runs_of("watch") {
         note(&format!("watch: run {}", run + 1));
         let ns = format!("watch-{run}");
         let mut targets = vec![(&kemu, &mut p50.kemu, &mut p99.kemu)];
@@ -271,7 +292,7 @@ async fn run_in(options: &Options, dir: &std::path::Path) -> anyhow::Result<()> 
     );
     drop(nginx);
     drop(kemu_process);
-    for run in 0..options.runs {
+    for run in 0..options.runs_of("memory") {
         note(&format!("memory: run {}", run + 1));
         let ns = format!("memory-{run}");
         // A fresh process each run: memory the cases before freed would be
@@ -289,7 +310,7 @@ async fn run_in(options: &Options, dir: &std::path::Path) -> anyhow::Result<()> 
     }
     rows.push(memory);
 
-    if options.pods > 0 {
+    if options.pods > 0 && options.runs_of("pods") > 0 {
         let pods = options.pods;
         let mut up = Row::new(
             format!("{pods} Pods Available (Deployment created → available)"),
@@ -426,7 +447,7 @@ fn print_table(options: &Options, rows: &[Row], nginx: bool, peer: bool) {
         if peer { "" } else { " (not given)" },
     );
     println!("|---|---|---:|---:|---:|---:|---:|");
-    for row in rows {
+    for row in rows.iter().filter(|r| !r.kemu.is_empty()) {
         println!(
             "| {} | {} | {} | {} | {} | {} | {} |",
             row.case,
