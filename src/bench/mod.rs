@@ -286,7 +286,10 @@ async fn run_in(options: &Options, dir: &std::path::Path) -> anyhow::Result<()> 
     rows.extend([p50, p99]);
 
     let mut memory = Row::new(
-        format!("RSS per small ConfigMap ({} per run)", options.objects),
+        format!(
+            "RSS per small ConfigMap ({} per run)",
+            figure(options.objects as f64)
+        ),
         "bytes",
         false,
     );
@@ -313,12 +316,18 @@ async fn run_in(options: &Options, dir: &std::path::Path) -> anyhow::Result<()> 
     if options.pods > 0 && options.runs_of("pods") > 0 {
         let pods = options.pods;
         let mut up = Row::new(
-            format!("{pods} Pods Available (Deployment created → available)"),
+            format!(
+                "{} Pods Available (Deployment created → available)",
+                figure(pods as f64)
+            ),
             "s",
             false,
         );
         let mut down = Row::new(
-            format!("{pods} Pods gone (scaled to 0 → none left)"),
+            format!(
+                "{} Pods gone (scaled to 0 → none left)",
+                figure(pods as f64)
+            ),
             "s",
             false,
         );
