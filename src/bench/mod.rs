@@ -434,13 +434,7 @@ fn ratio(row: &Row, other: &[f64]) -> String {
 
 fn print_table(options: &Options, rows: &[Row], nginx: bool, peer: bool) {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let memory = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
+    let memory = process::proc_kib("/proc/meminfo", "MemTotal")
         .map_or_else(String::new, |kib| format!(", {} GiB", kib / 1024 / 1024));
     println!(
         "kemu {} bench, {} ({cores} cores{memory}), {} runs of each case",

@@ -32,8 +32,13 @@ impl Drop for Spawned {
 
 /// A `/proc/PID/status` figure (`VmRSS`, `VmHWM`) in KiB.
 pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status.lines().find_map(|l| {
+    proc_kib(&format!("/proc/{pid}/status"), field)
+}
+
+/// A `FIELD:   N kB` line of a `/proc` file (`status`, `meminfo`), in KiB.
+pub fn proc_kib(path: &str, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines().find_map(|l| {
         l.strip_prefix(field)?
             .strip_prefix(':')?
             .trim()

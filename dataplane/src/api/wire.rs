@@ -356,22 +356,20 @@ pub fn write_list_item_json(out: &mut Vec<u8>, json: &[u8]) -> bool {
     let Some((api_version, rest)) = quoted(rest, br#","apiVersion":""#) else {
         return false;
     };
+    // The object's other fields, or its closing brace when it has none.
+    let fields = match rest.first() {
+        Some(b',') => &rest[1..],
+        Some(b'}') => rest,
+        _ => return false,
+    };
     let known = layouts()
         .by_gvk
         .contains_key(&(api_version.to_owned(), kind.to_owned()));
-    match rest.first() {
-        Some(b',') if known => {
-            out.push(b'{');
-            out.extend_from_slice(&rest[1..]);
-            true
-        }
-        Some(b'}') if known => {
-            out.push(b'{');
-            out.extend_from_slice(rest);
-            true
-        }
-        _ => false,
+    if known {
+        out.push(b'{');
+        out.extend_from_slice(fields);
     }
+    known
 }
 
 /// Appends `value` as the named message (`io.k8s.api.core.v1.Pod`).
